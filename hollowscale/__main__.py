@@ -1,0 +1,3 @@
+from hollowscale.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""The ``hollowscale`` command line.
+
+Each engine owns its own command group (``hollow.cli``, ``distill.cli``) and the orchestrator's
+commands live next to what they drive; this module only mounts them, so ``hollowscale --help`` is
+the one map of the product.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from hollowscale.cluster.binaries import BuildError, ensure_binaries
+from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
+from hollowscale.cluster.profiles import PROFILES
+
+console = Console(stderr=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="hollowscale")
+def main() -> None:
+    """hollowscale: scale tests for Kubernetes schedulers.
+
+    A real control plane runs as local processes; hollow GPU nodes register in it; Locust submits
+    jobs; Prometheus and watches measure; reports say whether the SLOs held.
+
+    \b
+    Start here:
+      hollowscale setup               build the control plane (cached; seconds when done)
+      hollowscale cluster up          start etcd, apiserver, controller-manager, scheduler
+      hollowscale run scenarios/default.yaml
+    """
+
+
+@main.command()
+def setup() -> None:
+    """Build (once) and cache the control-plane binaries from the Go module proxy."""
+    started = time.monotonic()
+    try:
+        with console.status("checking the binary cache") as status:
+            bins = ensure_binaries(lambda msg: status.update(msg))
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    for path in bins.__dict__.values():
+        click.echo(path)
+    console.print(f"control plane binaries ready ({time.monotonic() - started:.1f}s)")
+
+
+@main.group()
+def cluster() -> None:
+    """The embedded local control plane (etcd, kube-apiserver, controller-manager, scheduler)."""
+
+
+_dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=False, path_type=Path),
+                           default=DEFAULT_DIR, show_default=True, envvar="HOLLOWSCALE_CLUSTER_DIR",
+                           help="Cluster directory: state, certificates, logs (env HOLLOWSCALE_CLUSTER_DIR).")
+
+
+@cluster.command("up")
+@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="default", show_default=True,
+              envvar="HOLLOWSCALE_PROFILE",
+              help="default: upstream limits; scale: apiserver in-flight limits and APF off, "
+                   "scheduler/controller-manager client QPS 5000/burst 10000.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="kube-apiserver port on 127.0.0.1 (0 picks a free one).")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for ready.")
+@_dir_option
+def cluster_up(profile: str, port: int, timeout: float, cluster_dir: Path) -> None:
+    """Start the local cluster (or reuse a running one) and print the kubeconfig path."""
+    local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port)
+    started = time.monotonic()
+    try:
+        with console.status("starting the local cluster") as status:
+            info = local.up(progress=lambda msg: status.update(msg), timeout_s=timeout)
+    except ClusterError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        console.print("interrupted: stopped everything that had started")
+        sys.exit(130)
+    if info.reused:
+        console.print(f"cluster already running (profile {info.profile}); reusing it")
+        if info.profile != profile:
+            console.print(f"[yellow]note:[/yellow] it runs profile {info.profile}, not {profile}; "
+                          "`hollowscale cluster down` first to change it")
+    else:
+        console.print(f"cluster ready in {time.monotonic() - started:.1f}s at {info.server} "
+                      f"(profile {info.profile}, Kubernetes {info.kubernetes_version})")
+    click.echo(info.kubeconfig)
+
+
+@cluster.command("down")
+@_dir_option
+def cluster_down(cluster_dir: Path) -> None:
+    """Stop exactly the processes `up` started (by pid) and remove the cluster directory."""
+    stopped = LocalCluster(cluster_dir).down()
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@cluster.command("status")
+@_dir_option
+def cluster_status(cluster_dir: Path) -> None:
+    """Show the components, their pids, profile and endpoints.
+
+    Exit code: 0 all running, 1 degraded (a component exited), 3 no cluster.
+    """
+    local = LocalCluster(cluster_dir)
+    statuses = local.status()
+    if not statuses:
+        click.echo(f"no cluster in {local.dir}")
+        sys.exit(3)
+    info = local.info()
+    if info:
+        click.echo(f"profile:    {info.profile}")
+        click.echo(f"server:     {info.server}")
+        click.echo(f"kubeconfig: {info.kubeconfig}")
+        click.echo(f"versions:   Kubernetes {info.kubernetes_version}, etcd {info.etcd_version}")
+        click.echo(f"up for:     {time.time() - info.started_at:.0f}s")
+    for s in statuses:
+        click.echo(f"{s.name:<26} pid {s.pid:<8} {'running' if s.alive else 'EXITED'}  log {s.log}")
+    sys.exit(0 if info and all(s.alive for s in statuses) else 1)
+
+
+# --- engine and orchestrator command groups, mounted here -------------------------------------
+# (each import is its owner's contract; see DESIGN.md "Contracts")

@@ -1,0 +1,225 @@
+"""Build and cache the control-plane binaries from the Go module proxy.
+
+Why build instead of download: this project runs where only package registries are reachable, and
+the Go module proxy is one. We build ``kube-apiserver``, ``kube-controller-manager``,
+``kube-scheduler`` and ``kubectl`` from ``k8s.io/kubernetes`` through a throw-away Go module of ours
+that replaces every ``k8s.io/*`` staging module (``v0.0.0`` in the upstream go.mod, which points at
+``./staging``) with its published ``v0.X.Y`` twin, and ``etcd`` from ``go.etcd.io/etcd/server/v3``.
+
+Binaries are cached per version outside the repo (``~/.cache/hollowscale/bin/<version>/``) and
+written atomically (build into a temp dir, then rename), so a second ``make setup`` builds nothing
+and an interrupted build never leaves a half-written cache entry behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, STAGING_VERSION
+
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+ProgressFn = Callable[[str], None]
+
+
+class BuildError(RuntimeError):
+    """A Go build failed; the message has the compiler's last lines and the command to retry."""
+
+
+def cache_root() -> Path:
+    """Root of hollowscale's caches (``$HOLLOWSCALE_CACHE`` or ``~/.cache/hollowscale``)."""
+    env = os.environ.get("HOLLOWSCALE_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "hollowscale"
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the cached control-plane binaries."""
+
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kube_scheduler: Path
+    kubectl: Path
+    etcd: Path
+
+    def missing(self) -> list[Path]:
+        """The binaries that are not (yet) in the cache."""
+        return [p for p in self.__dict__.values() if not os.access(p, os.X_OK)]
+
+
+def binaries(root: Path | None = None) -> Binaries:
+    """Where the binaries of the pinned versions live (whether built or not)."""
+    root = root or cache_root()
+    kube = root / "bin" / KUBERNETES_VERSION
+    return Binaries(
+        kube_apiserver=kube / "kube-apiserver",
+        kube_controller_manager=kube / "kube-controller-manager",
+        kube_scheduler=kube / "kube-scheduler",
+        kubectl=kube / "kubectl",
+        etcd=root / "bin" / f"etcd-{ETCD_VERSION}" / "etcd",
+    )
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if not go:
+        raise BuildError("the Go toolchain is not on PATH; install Go >= 1.26 (https://go.dev/dl) and rerun `make setup`")
+    return go
+
+
+def _run_go(args: list[str], cwd: Path, progress: ProgressFn | None, what: str) -> None:
+    """Run a go command, streaming package names to ``progress``; raise BuildError with its tail."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0")
+    env.setdefault("GOTOOLCHAIN", "auto")
+    proc = subprocess.Popen(
+        [_go(), *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for count, raw in enumerate(proc.stdout, start=1):
+        line = raw.rstrip()
+        tail = [*tail[-39:], line]
+        if progress and line and not line.startswith("#"):
+            progress(f"{what}: {count} packages, {line[-70:]}")
+    rc = proc.wait()
+    if rc != 0:
+        text = "\n".join(tail)
+        raise BuildError(
+            f"{what} failed (go exit code {rc}) in {cwd}:\n{text}\n"
+            f"Fix the cause above and retry with: make setup"
+        )
+
+
+def _kubernetes_gomod() -> str:
+    """Text of the upstream k8s.io/kubernetes go.mod at the pinned version (from the module proxy)."""
+    out = subprocess.run(
+        [_go(), "mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOFLAGS="-mod=mod"),
+        cwd=tempfile.gettempdir(),
+    )
+    info = json.loads(out.stdout or "{}")
+    if out.returncode != 0 or "GoMod" not in info:
+        raise BuildError(
+            f"cannot fetch k8s.io/kubernetes@{KUBERNETES_VERSION} from the Go module proxy: "
+            f"{info.get('Error') or out.stderr.strip()}\nRetry with: make setup"
+        )
+    return Path(info["GoMod"]).read_text()
+
+
+def kube_wrapper_gomod(upstream_gomod: str) -> str:
+    """go.mod of our wrapper module: require k8s.io/kubernetes, replace staging modules with v0.X.Y.
+
+    The staging modules are exactly the ``k8s.io/*`` requirements pinned at ``v0.0.0`` upstream.
+    """
+    go_line = re.search(r"^go (\S+)$", upstream_gomod, re.M)
+    staging = sorted(set(re.findall(r"^\s+(k8s\.io/[\w.-]+) v0\.0\.0$", upstream_gomod, re.M)))
+    if not staging:
+        raise BuildError("found no k8s.io staging modules in the upstream go.mod; has its format changed?")
+    lines = [
+        "// Generated by hollowscale.cluster.binaries: do not edit.",
+        "module hollowscale.local/controlplane",
+        "",
+        f"go {go_line.group(1) if go_line else '1.26.0'}",
+        "",
+        f"require k8s.io/kubernetes {KUBERNETES_VERSION}",
+        "",
+        "replace (",
+        *[f"\t{mod} => {mod} {STAGING_VERSION}" for mod in staging],
+        ")",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _ldflags() -> str:
+    major, minor = KUBERNETES_VERSION.removeprefix("v").split(".")[:2]
+    pairs = {
+        "k8s.io/component-base/version.gitVersion": KUBERNETES_VERSION,
+        "k8s.io/component-base/version.gitMajor": major,
+        "k8s.io/component-base/version.gitMinor": minor,
+        "k8s.io/component-base/version.gitTreeState": "clean",
+        "k8s.io/client-go/pkg/version.gitVersion": KUBERNETES_VERSION,
+        "k8s.io/client-go/pkg/version.gitMajor": major,
+        "k8s.io/client-go/pkg/version.gitMinor": minor,
+    }
+    return "-s -w " + " ".join(f"-X {k}={v}" for k, v in pairs.items())
+
+
+def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, what: str,
+                progress: ProgressFn | None) -> None:
+    """Build ``packages`` in a fresh module dir and move the outputs to ``final_dir`` atomically."""
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".build-{final_dir.name}-", dir=final_dir.parent))
+    try:
+        (work / "go.mod").write_text(gomod)
+        out = work / "out"
+        out.mkdir()
+        started = time.monotonic()
+        _run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out) + "/", *packages],
+                work, progress, what)
+        (out / "BUILD-INFO.json").write_text(json.dumps({
+            "packages": packages,
+            "go": subprocess.run([_go(), "version"], capture_output=True, text=True).stdout.strip(),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }, indent=2))
+        if final_dir.exists():
+            shutil.rmtree(final_dir)
+        out.rename(final_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None) -> Binaries:
+    """Build whatever is missing from the cache; a no-op (milliseconds) when all are cached."""
+    bins = binaries(root)
+    if any(not os.access(p, os.X_OK) for p in
+           (bins.kube_apiserver, bins.kube_controller_manager, bins.kube_scheduler, bins.kubectl)):
+        gomod = kube_wrapper_gomod(_kubernetes_gomod())
+        _build_into(bins.kube_apiserver.parent, gomod,
+                    [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS], _ldflags(),
+                    f"building Kubernetes {KUBERNETES_VERSION}", progress)
+    if not os.access(bins.etcd, os.X_OK):
+        gomod = "\n".join([
+            "// Generated by hollowscale.cluster.binaries: do not edit.",
+            "module hollowscale.local/etcd", "", "go 1.24", "",
+            f"require go.etcd.io/etcd/server/v3 {ETCD_VERSION}", "",
+        ])
+        _build_into(bins.etcd.parent, gomod, ["go.etcd.io/etcd/server/v3"], "-s -w",
+                    f"building etcd {ETCD_VERSION}", progress)
+        built = bins.etcd.parent / "v3"
+        if built.exists():  # `go build -o dir/` names the binary after the last path element
+            built.rename(bins.etcd)
+    missing = bins.missing()
+    if missing:
+        raise BuildError(f"build finished but these binaries are missing: {', '.join(map(str, missing))}")
+    return bins
+
+
+def main() -> None:
+    """``python -m hollowscale.cluster.binaries``: build what is missing, print where it is."""
+    try:
+        bins = ensure_binaries(lambda msg: print(msg, file=sys.stderr, flush=True))
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    for path in bins.__dict__.values():
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Cluster profiles: which upstream limits stay and which are lifted.
+
+``default`` keeps upstream limits, which is what users measure in production.  ``scale`` lifts them
+the way KWOK's ``--disable-qps-limits`` does, so the harness measures the components' real capacity
+rather than client-side throttles.  The chosen profile is recorded in every report's metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Limits applied to the components of a local cluster.
+
+    Attributes:
+        name: ``default`` or ``scale``.
+        apiserver_flags: extra kube-apiserver flags.
+        scheduler_qps: kube-scheduler client QPS (requests/s) and ``scheduler_burst``.
+        controller_manager_qps: kube-controller-manager client QPS (requests/s) and ``..._burst``.
+    """
+
+    name: str
+    apiserver_flags: tuple[str, ...] = field(default_factory=tuple)
+    scheduler_qps: float = 50.0
+    scheduler_burst: int = 100
+    controller_manager_qps: float = 20.0
+    controller_manager_burst: int = 30
+
+    def client_qps(self) -> dict[str, tuple[float, int]]:
+        """Client QPS/burst per component, for reports."""
+        return {
+            "kube-scheduler": (self.scheduler_qps, self.scheduler_burst),
+            "kube-controller-manager": (self.controller_manager_qps, self.controller_manager_burst),
+        }
+
+
+PROFILES: dict[str, Profile] = {
+    # Upstream defaults: apiserver 400 read / 200 mutating in-flight with APF on; scheduler 50/100,
+    # controller-manager 20/30.
+    "default": Profile(name="default"),
+    "scale": Profile(
+        name="scale",
+        apiserver_flags=(
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+            "--enable-priority-and-fairness=false",
+        ),
+        scheduler_qps=5000.0,
+        scheduler_burst=10000,
+        controller_manager_qps=5000.0,
+        controller_manager_burst=10000,
+    ),
+}
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``; ``ValueError`` listing the valid names otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown cluster profile {name!r}; expected one of: {', '.join(PROFILES)}") from None
