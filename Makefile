@@ -1,5 +1,7 @@
 # hollowscale: the two commands a fresh machine needs are `make scale-test` and `make test`.
 SHELL := /bin/bash
+# Go may live outside a non-login PATH (CI); the Go build needs it.
+export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 VENV := .venv
 PY := $(VENV)/bin/python
 HS := $(VENV)/bin/hollowscale
