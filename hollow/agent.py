@@ -1,0 +1,165 @@
+"""One hollow-node agent process: wiring of the controllers, the watch, the server and shutdown.
+
+Order of work: open the HTTP session and the local server (so ``/healthz`` and ``/metrics`` answer
+from the start), start the pod watch (pods already bound to re-adopted nodes resume at once), register
+the nodes (each starts its lease renewals as soon as it exists), then run until SIGTERM/SIGINT.  On
+shutdown nodes are left as they are (the controller-manager will mark them NotReady) unless
+``delete_nodes_on_exit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any
+
+from hollow.api import ApiClient
+from hollow.clock import Clock, SystemClock
+from hollow.faults import FaultState, PodFailureWindow, choose
+from hollow.leases import LeaseManager
+from hollow.metrics import Metrics
+from hollow.monitor import SelfMonitor
+from hollow.nodes import NodeManager
+from hollow.pods import PodController
+from hollow.pools import PoolSpec
+from hollow.server import make_app, serve
+from hollow.settings import AgentSettings
+from hollow.sharding import assign
+from hollow.watching import Watcher
+from hollowscale.kube import KubeEndpoint
+
+log = logging.getLogger("hollow.agent")
+
+
+class Agent:
+    """A hollow-node agent for one shard of the pools."""
+
+    def __init__(self, endpoint: KubeEndpoint, pools: list[PoolSpec], settings: AgentSettings,
+                 clock: Clock | None = None, metrics: Metrics | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or Metrics()
+        self.slots = assign(pools, settings.shard)
+        self.faults = FaultState()
+        self.api = ApiClient(endpoint, settings.api, self.metrics)
+        self.nodes = NodeManager(self.api, self.clock, settings, self.metrics, self.faults, self.slots)
+        self.leases = LeaseManager(self.api, self.clock, settings.heartbeat, self.metrics, self.faults, self.nodes)
+        self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes)
+        self.pod_watch = Watcher(self.api, "pods", "/api/v1/pods", {"fieldSelector": "spec.nodeName!="},
+                                 self.pods, self.metrics, settings.watch)
+        self.monitor = SelfMonitor(settings.monitor, self.metrics, self.leases.take_recent_lags, self._backlog)
+        self.port: int | None = None
+        self.stopping = asyncio.Event()
+
+    # --- controls (server) ---------------------------------------------------------------------
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy once every node of this shard is registered."""
+        done = sum(1 for s in self.nodes.nodes.values() if s.uid)
+        return self.nodes.registered.is_set(), {"nodes": len(self.nodes.nodes), "registered": done,
+                                                "shard": f"{self.settings.shard.index}/{self.settings.shard.count}"}
+
+    def heartbeat_loss(self, fraction: float, duration_s: float, seed: int) -> dict[str, Any]:
+        """Stop heartbeats of ``fraction`` of this agent's nodes for ``duration_s`` seconds."""
+        chosen = choose(list(self.nodes.nodes), fraction, seed)
+        self.faults.stop_heartbeats(chosen, self.clock.monotonic() + duration_s)
+        self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))
+        asyncio.get_running_loop().call_later(duration_s + 0.01, self._recover)
+        log.warning("fault: heartbeats of %d nodes stop for %.0fs", len(chosen), duration_s)
+        return {"nodes": chosen, "count": len(chosen), "until": self.clock.wall() + duration_s}
+
+    def _recover(self) -> None:
+        now_w = self.clock.wall()
+        recovered = self.faults.recovered(self.clock.monotonic())
+        for name in recovered:
+            self.nodes.nodes[name].ready_since = now_w
+            self.nodes.refresh_now(name)
+            self.leases.renew_now(name)
+            self.pods.replan_node(name)
+        self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))
+        if recovered:
+            log.warning("fault over: %d nodes heartbeat again", len(recovered))
+
+    def pod_failures(self, fraction: float, exit_code: int, duration_s: float, seed: int) -> dict[str, Any]:
+        """Crash ``fraction`` of running pods now, and fail that share of finishing pods for ``duration_s``."""
+        failed = self.pods.fail_running(fraction, exit_code, seed)
+        until = self.clock.monotonic() + duration_s
+        self.faults.pod_window = PodFailureWindow(fraction, exit_code, until, seed) if duration_s > 0 else None
+        log.warning("fault: %d running pods crash with exit %d; window %.0fs", len(failed), exit_code, duration_s)
+        return {"failed_now": failed, "count": len(failed), "exit_code": exit_code,
+                "window_until": self.clock.wall() + duration_s}
+
+    # --- running -------------------------------------------------------------------------------
+    def _backlog(self) -> int:
+        return self.api.waiting + self.leases.backlog() + self.pods.backlog()
+
+    async def _ready_gauge(self) -> None:
+        lease_s = self.settings.heartbeat.lease_s
+        while True:
+            now = self.clock.monotonic()
+            ready = sum(1 for name, s in self.nodes.nodes.items()
+                        if s.uid and not self.faults.stopped(name, now)
+                        and (s.last_renew == 0.0 or now - s.last_renew < lease_s))
+            self.metrics.nodes_ready.set(ready)
+            await asyncio.sleep(2.0)
+
+    async def run(self, announce: bool = True) -> None:
+        """Run until :attr:`stopping` is set (SIGTERM/SIGINT set it when run from the CLI)."""
+        await self.api.start()
+        runner, self.port = await serve(make_app(self.metrics, self), self.settings.metrics_host,
+                                        self.settings.metrics_port)
+        if announce:
+            print(f"hollow: metrics on http://{self.settings.metrics_host}:{self.port}/metrics "
+                  f"({len(self.slots)} nodes, shard {self.settings.shard.index}/{self.settings.shard.count})",
+                  flush=True)
+        self.leases.plan_phases(self.clock.monotonic())
+        tasks = [asyncio.ensure_future(c) for c in (
+            self.monitor.run(), self.pod_watch.run(), self.pods.run(), self.leases.run(), self.nodes.run(),
+            self.nodes.register_all(self.leases.add), self._ready_gauge())]
+        try:
+            stop = asyncio.ensure_future(self.stopping.wait())
+            while not stop.done():
+                await asyncio.wait([stop, *tasks], return_when=asyncio.FIRST_COMPLETED)
+                for task in tasks:
+                    if task.done() and not task.cancelled() and task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+                tasks = [t for t in tasks if not t.done()]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.pods.stop()
+            await self.leases.stop()
+            await self.nodes.stop()
+            if self.settings.delete_nodes_on_exit:
+                await self.nodes.delete_all()
+            await runner.cleanup()
+            await self.api.close()
+
+
+def run_agent(endpoint: KubeEndpoint, pools: list[PoolSpec], settings: AgentSettings) -> int:
+    """Run an agent in the foreground until SIGTERM/SIGINT; returns the exit code."""
+    async def main() -> None:
+        agent = Agent(endpoint, pools, settings)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, agent.stopping.set)
+        await agent.run()
+
+    try:
+        import uvloop  # optional: faster loop when installed
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(main())
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:
+        print(f"hollow: {exc}", file=sys.stderr)
+        raise
+    return 0

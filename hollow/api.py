@@ -1,0 +1,224 @@
+"""A raw async Kubernetes API client: one pooled aiohttp session, bytes in, bytes out.
+
+Why not the generated client: it builds model objects for every response and is synchronous; at a
+thousand lease renewals a second the agent's CPU would go to deserialisation.  Here a request is a
+path, a verb label (for metrics), and an orjson-encoded body; callers parse only what they read.
+
+Every request (except watches, which are long-lived) passes a global concurrency bound so the agent
+never drowns the apiserver, and 429/5xx/timeouts/connection errors are retried with capped,
+full-jitter exponential backoff (honouring ``Retry-After``).  Writes never need a GET first: callers
+use create-then-adopt on 409 and patches with uid preconditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import aiohttp
+import orjson
+
+from hollow.metrics import Metrics
+from hollowscale.kube import KubeEndpoint
+
+log = logging.getLogger("hollow.api")
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Transport settings.
+
+    Attributes:
+        max_inflight: requests in flight at once over the whole agent (watches excluded).
+        request_timeout_s: seconds for one attempt of a request, connect to last byte.
+        max_attempts: attempts per request before giving up (first try included).
+        backoff_base_s: seconds before the first retry (doubles each time, full jitter).
+        backoff_cap_s: longest wait between retries, seconds.
+        user_agent: sent as User-Agent (shows up in apiserver metrics and audit logs).
+    """
+
+    max_inflight: int = 128
+    request_timeout_s: float = 30.0
+    max_attempts: int = 8
+    backoff_base_s: float = 0.1
+    backoff_cap_s: float = 10.0
+    user_agent: str = "hollowscale-hollow/0.1"
+
+
+class Response(NamedTuple):
+    """Status and raw body of the final attempt (status 0 = no HTTP response at all)."""
+
+    status: int
+    body: bytes
+
+    @property
+    def ok(self) -> bool:
+        """2xx."""
+        return 200 <= self.status < 300
+
+    def json(self) -> Any:
+        """The body parsed with orjson."""
+        return orjson.loads(self.body) if self.body else None
+
+    def message(self) -> str:
+        """The Status message of an error response, or a short body excerpt."""
+        try:
+            doc = orjson.loads(self.body)
+            if isinstance(doc, dict) and doc.get("message"):
+                return str(doc["message"])
+        except orjson.JSONDecodeError:
+            pass
+        return self.body[:200].decode(errors="replace")
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
+    r = rng or random
+    return r.uniform(0.0, min(cap, base * (2 ** attempt)))
+
+
+class ApiClient:
+    """The one HTTP session of an agent."""
+
+    def __init__(self, endpoint: KubeEndpoint, settings: ApiSettings, metrics: Metrics) -> None:
+        self.endpoint = endpoint
+        self.settings = settings
+        self.metrics = metrics
+        self._base = endpoint.server
+        self._sem = asyncio.Semaphore(settings.max_inflight)
+        self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **endpoint.auth_headers()}
+        self._session: aiohttp.ClientSession | None = None
+        self._children: dict[tuple[str, int], Any] = {}
+        self._lat: dict[str, Any] = {}
+        self.waiting = 0
+        self.inflight = 0
+        self.closed = False
+
+    async def start(self) -> None:
+        """Open the pooled session (idempotent)."""
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self.settings.max_inflight + 16, limit_per_host=0,
+                ssl=self.endpoint.ssl_context() or False, keepalive_timeout=120, ttl_dns_cache=None)
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers=self._headers, json_serialize=lambda o: orjson.dumps(o).decode(),
+                timeout=aiohttp.ClientTimeout(total=self.settings.request_timeout_s), auto_decompress=True,
+                read_bufsize=2**18)
+
+    async def close(self) -> None:
+        """Close the session and its connections."""
+        self.closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("ApiClient.start() was not awaited")
+        return self._session
+
+    def _count(self, verb: str, status: int, seconds: float) -> None:
+        child = self._children.get((verb, status))
+        if child is None:
+            child = self._children[(verb, status)] = self.metrics.api_requests.labels(verb, str(status))
+        child.inc()
+        lat = self._lat.get(verb)
+        if lat is None:
+            lat = self._lat[verb] = self.metrics.api_latency.labels(verb)
+        lat.observe(seconds)
+
+    async def request(self, verb: str, method: str, path: str, *, body: Any = None,
+                      content_type: str = JSON, params: dict[str, str] | None = None,
+                      retry: bool = True) -> Response:
+        """Send one request (with retries) and return the final response.
+
+        Args:
+            verb: metrics label, e.g. ``patch_lease``.
+            method: HTTP method.
+            path: API path starting with ``/``.
+            body: a JSON-able object or pre-encoded bytes.
+            content_type: for bodies; patch types differ.
+            params: query parameters.
+            retry: retry 429/5xx/timeouts (False for calls whose caller handles failure itself).
+        """
+        data = body if isinstance(body, bytes | None) else orjson.dumps(body)
+        headers = {"Content-Type": content_type} if data is not None else None
+        url = self._base + path
+        s = self.settings
+        attempts = s.max_attempts if retry else 1
+        last = Response(0, b"")
+        for attempt in range(attempts):
+            if self.closed:
+                return last
+            wait_s = 0.0
+            reason = ""
+            self.waiting += 1
+            async with self._sem:
+                self.waiting -= 1
+                self.inflight += 1
+                t0 = time.perf_counter()
+                try:
+                    async with self.session.request(method, url, data=data, headers=headers,
+                                                    params=params) as resp:
+                        payload = await resp.read()
+                        last = Response(resp.status, payload)
+                        self._count(verb, resp.status, time.perf_counter() - t0)
+                        if resp.status in _RETRY_STATUS:
+                            reason = str(resp.status)
+                            ra = resp.headers.get("Retry-After")
+                            if ra and ra.isdigit():
+                                wait_s = min(float(ra), s.backoff_cap_s)
+                except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                    self._count(verb, 0, time.perf_counter() - t0)
+                    reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
+                    last = Response(0, str(exc).encode())
+                finally:
+                    self.inflight -= 1
+            if not reason:
+                return last
+            if attempt + 1 >= attempts or self.closed:
+                break
+            self.metrics.api_retries.labels(verb, reason).inc()
+            await asyncio.sleep(wait_s or backoff_delay(attempt, s.backoff_base_s, s.backoff_cap_s))
+        log.debug("%s %s gave up after %d attempts: %s %s", method, path, attempts, last.status, last.message())
+        return last
+
+    @asynccontextmanager
+    async def stream(self, path: str, params: dict[str, str], read_timeout_s: float
+                     ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Open a streaming GET (a watch) outside the concurrency bound; the caller reads the body."""
+        t0 = time.perf_counter()
+        async with self.session.get(self._base + path, params=params, timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=self.settings.request_timeout_s, sock_read=read_timeout_s)) as resp:
+            self._count("watch", resp.status, time.perf_counter() - t0)
+            yield resp
+
+
+async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """Newline-delimited chunks of a streaming body, without aiohttp's line-length limit."""
+    buf = b""
+    async for chunk in resp.content.iter_any():
+        buf = buf + chunk if buf else chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            if nl > start:
+                yield buf[start:nl]
+            start = nl + 1
+        buf = buf[start:]
+    if buf.strip():
+        yield buf

@@ -1,0 +1,197 @@
+"""Node registration, re-adoption and status refresh.
+
+Registration is create-first: POST the Node with its full status; on 409 the node already exists (an
+agent restart, or a second run) and is *adopted* by patching its status, never by GET-then-write, and
+never deleted and recreated (no duplicates, no flapping Ready, pods bound to it keep running).  After
+that only the conditions' heartbeat moves, every few minutes (the Lease carries liveness in between),
+or at once when a node comes back from a gap long enough for the controller-manager to have marked it
+NotReady.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, backoff_delay
+from hollow.clock import Clock
+from hollow.faults import FaultState
+from hollow.metrics import Metrics
+from hollow.nodebody import adopt_patch, heartbeat_patch, node_body
+from hollow.settings import AgentSettings
+from hollow.sharding import NodeSlot
+from hollow.timers import TimerLoop
+
+log = logging.getLogger("hollow.nodes")
+
+
+@dataclass
+class NodeState:
+    """What the agent knows about one of its nodes.
+
+    Attributes:
+        slot: identity, addresses, pool.
+        uid: the Node's uid once registered ('' before).
+        ready_since: wall seconds of the Ready condition's last transition to True.
+        last_renew: monotonic seconds of the last acknowledged lease renewal (0 = never).
+        lease_exists: the Lease is known to exist (renew by PATCH, not POST).
+    """
+
+    slot: NodeSlot
+    uid: str = ""
+    ready_since: float = 0.0
+    last_renew: float = 0.0
+    lease_exists: bool = False
+
+
+class NodeManager:
+    """Registers the agent's nodes and keeps their status fresh."""
+
+    def __init__(self, api: ApiClient, clock: Clock, settings: AgentSettings, metrics: Metrics,
+                 faults: FaultState, slots: list[NodeSlot]) -> None:
+        self.api = api
+        self.clock = clock
+        self.settings = settings
+        self.metrics = metrics
+        self.faults = faults
+        self.nodes: dict[str, NodeState] = {s.name: NodeState(s) for s in slots}
+        self.registered = asyncio.Event()
+        self._status = TimerLoop[str](clock, self._fire_status)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reregistering: set[str] = set()
+        metrics.nodes_managed.set(len(self.nodes))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _register(self, state: NodeState) -> None:
+        """Create the node, or adopt it on 409; retried with backoff until it succeeds or is cancelled."""
+        slot = state.slot
+        attempt = 0
+        while True:
+            now = self.clock.wall()
+            resp = await self.api.request("create_node", "POST", "/api/v1/nodes",
+                                          body=node_body(slot, now, self.settings.identity))
+            if resp.status == 201:
+                state.uid = resp.json()["metadata"]["uid"]
+                state.ready_since = now
+                self.metrics.node_registrations.labels("created").inc()
+                return
+            if resp.status == 409:
+                patch = adopt_patch(slot, now, now, self.settings.identity)
+                resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{slot.name}/status",
+                                              body=patch, content_type=STRATEGIC_MERGE_PATCH)
+                if resp.ok:
+                    state.uid = resp.json()["metadata"]["uid"]
+                    state.ready_since = now
+                    self.metrics.node_registrations.labels("adopted").inc()
+                    return
+                if resp.status == 404:  # deleted between our POST and PATCH: create again
+                    continue
+            self.metrics.node_registrations.labels("error").inc()
+            attempt += 1
+            if attempt in (1, 5) or attempt % 20 == 0:
+                log.warning("node %s: registration failed (%s %s); retrying", slot.name, resp.status,
+                            resp.message())
+            await asyncio.sleep(backoff_delay(min(attempt, 6), 0.2, 10.0))
+
+    async def register_all(self, on_registered: Callable[[str], None] | None = None) -> None:
+        """Register every node (bounded by the API client's concurrency), then start status refreshes.
+
+        ``on_registered(name)`` runs as each node is registered (the lease manager starts renewing it).
+        """
+        registered = 0
+
+        async def one(state: NodeState) -> None:
+            nonlocal registered
+            await self._register(state)
+            registered += 1
+            self.metrics.nodes_registered.set(registered)
+            if on_registered is not None:
+                on_registered(state.slot.name)
+
+        await asyncio.gather(*(one(s) for s in self.nodes.values()))
+        # first refresh spread evenly over one interval, so refreshes never come in a burst
+        interval = self.settings.heartbeat.status_s
+        now = self.clock.monotonic()
+        n = max(1, len(self.nodes))
+        for i, name in enumerate(self.nodes):
+            self._status.schedule(name, now + interval * (i + random.random()) / n)
+        self.registered.set()
+        log.info("%d nodes registered", len(self.nodes))
+
+    def _fire_status(self, name: str, due: float) -> None:
+        self._spawn(self._refresh(name))
+
+    def refresh_now(self, name: str) -> None:
+        """Post the node's Ready status right away (after a heartbeat gap or a fault)."""
+        self._status.schedule(name, self.clock.monotonic())
+
+    async def _refresh(self, name: str) -> None:
+        state = self.nodes[name]
+        now_m = self.clock.monotonic()
+        interval = self.settings.heartbeat.status_s
+        if self.faults.stopped(name, now_m):
+            self._status.schedule(name, now_m + interval)
+            return
+        now = self.clock.wall()
+        resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{name}/status",
+                                      body=heartbeat_patch(now, state.ready_since or now),
+                                      content_type=STRATEGIC_MERGE_PATCH)
+        if resp.ok:
+            self.metrics.node_status_updates.labels("ok").inc()
+            self._status.schedule(name, self.clock.monotonic() + interval)
+            return
+        self.metrics.node_status_updates.labels(str(resp.status)).inc()
+        if resp.status == 404:
+            self.reregister(name)
+        self._status.schedule(name, self.clock.monotonic() + min(interval, 10.0))
+
+    def reregister(self, name: str) -> None:
+        """The node vanished (someone deleted it): register it again, once at a time."""
+        if name in self._reregistering:
+            return
+        self._reregistering.add(name)
+        state = self.nodes[name]
+        state.lease_exists = False
+
+        async def again() -> None:
+            try:
+                log.warning("node %s was deleted by someone else; registering it again", name)
+                await self._register(state)
+            finally:
+                self._reregistering.discard(name)
+
+        self._spawn(again())
+
+    async def run(self) -> None:
+        """Run status refreshes until cancelled."""
+        await self._status.run()
+
+    def backlog(self) -> int:
+        """Status refreshes past their deadline."""
+        now = self.clock.monotonic()
+        nxt = self._status.queue.next_due()
+        return 0 if nxt is None or nxt > now else len(self._tasks)
+
+    async def delete_all(self) -> None:
+        """Delete this agent's Nodes and Leases (``--delete-nodes-on-exit``)."""
+        async def one(name: str) -> None:
+            await self.api.request("delete_node", "DELETE", f"/api/v1/nodes/{name}", retry=True)
+            await self.api.request("delete_lease", "DELETE",
+                                   f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+
+        await asyncio.gather(*(one(n) for n in self.nodes))
+        log.info("deleted %d nodes", len(self.nodes))
+
+    async def stop(self) -> None:
+        """Cancel in-flight refreshes."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,338 @@
+"""The pod controller: moves pods bound to this agent's nodes through the lifecycle stages.
+
+Input is the single pod watch (``spec.nodeName!=``, all nodes; pods on other agents' nodes are dropped
+after one dictionary lookup).  For each pod the controller keeps the newest facts it knows (a watch
+event older than the agent's own last write is recognised by its phase and restart count and ignored,
+so it cannot trigger a transition twice), asks :func:`hollow.stages.plan` for the next stage and sets a
+timer.  When the timer fires it writes exactly one status patch (or the final DELETE); it never reads
+before writing and never sends a patch that changes nothing.
+
+Restart safety: deadlines are derived from the pod object (binding time, container start) and random
+draws are keyed by uid, so a new agent process picks up every pod where the old one left it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, Response
+from hollow.clock import Clock
+from hollow.faults import FaultState, choose
+from hollow.ipam import PodIPs
+from hollow.metrics import Metrics
+from hollow.nodes import NodeState
+from hollow.podstatus import delete_options, deletion_exit_code, restarted_patch, running_patch, terminated_patch
+from hollow.stages import (
+    PHASE_ORDER,
+    STAGES,
+    TERMINAL,
+    Action,
+    PodFacts,
+    Stage,
+    annotation_problems,
+    exit_code,
+    plan,
+    pod_facts,
+)
+from hollow.timers import TimerLoop
+
+log = logging.getLogger("hollow.pods")
+_GONE = frozenset({404, 409, 410, 422})
+
+
+@dataclass
+class PodRecord:
+    """The controller's memory of one pod.
+
+    Attributes:
+        facts: newest known facts (from the watch, or from the agent's own successful write).
+        action: the action the pending timer will take.
+        busy: a write is in flight (new events only mark the record ``dirty``).
+        dirty: an event arrived while busy; plan again when the write ends.
+        delete_sent: the final DELETE was accepted; nothing more to do.
+        gone: the API said the pod (with this uid) no longer exists; wait for the DELETED event.
+        started_wall: precise wall time of the current container start, when this process started it.
+        forced_exit: exit code of a crash injected by a pod-failure fault, applied at once.
+    """
+
+    facts: PodFacts
+    action: Action | None = None
+    busy: bool = False
+    dirty: bool = False
+    delete_sent: bool = False
+    gone: bool = False
+    started_wall: float | None = None
+    forced_exit: int | None = None
+
+
+def _rank(facts: PodFacts) -> tuple[int, int]:
+    return PHASE_ORDER.get(facts.phase, 0), facts.restart_count
+
+
+class PodController:
+    """Applies lifecycle stages to the pods on a set of nodes."""
+
+    def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
+                 nodes: dict[str, NodeState], stages: tuple[Stage, ...] = STAGES) -> None:
+        self.api = api
+        self.clock = clock
+        self.metrics = metrics
+        self.faults = faults
+        self.nodes = nodes
+        self.stages = stages
+        self.records: dict[str, PodRecord] = {}
+        self._ipam: dict[str, PodIPs] = {}
+        self._timers = TimerLoop[str](clock, self._fire)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._transitions: dict[str, Any] = {}
+
+    # --- watch handler -------------------------------------------------------------------------
+    def on_event(self, kind: str, obj: dict[str, Any]) -> None:
+        """Take one watch event (see :class:`hollow.watching.WatchHandler`)."""
+        node = (obj.get("spec") or {}).get("nodeName")
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if node not in self.nodes:
+            if uid in self.records:
+                self._forget(uid)
+            return
+        if kind == "DELETED":
+            self._forget(uid)
+            return
+        facts = pod_facts(obj)
+        rec = self.records.get(uid)
+        if rec is None:
+            rec = self.records[uid] = PodRecord(facts)
+            self.metrics.pods_tracked.set(len(self.records))
+            for problem in annotation_problems(facts):
+                log.warning("%s (using the pool default)", problem)
+            if facts.pod_ip and facts.phase == "Running" and not facts.host_network:
+                self._ips(facts.node).claim(uid, facts.pod_ip)
+        elif _rank(facts) < _rank(rec.facts):
+            # older than what we wrote ourselves; only a new deletionTimestamp is news
+            if facts.deleting and not rec.facts.deleting:
+                rec.facts = dataclasses.replace(rec.facts, deleting=True)
+            else:
+                return
+        else:
+            if rec.facts.deleting and not facts.deleting:
+                facts = dataclasses.replace(facts, deleting=True)
+            rec.facts = facts
+        self._replan(uid, rec)
+
+    def on_relisted(self, uids: set[str]) -> None:
+        """Forget pods deleted while the watch was down."""
+        for uid in [u for u in self.records if u not in uids]:
+            self._forget(uid)
+
+    # --- planning ------------------------------------------------------------------------------
+    def _ips(self, node: str) -> PodIPs:
+        ips = self._ipam.get(node)
+        if ips is None:
+            ips = self._ipam[node] = PodIPs(self.nodes[node].slot.pod_cidr)
+        return ips
+
+    def _forget(self, uid: str) -> None:
+        rec = self.records.pop(uid, None)
+        self._timers.cancel(uid)
+        if rec is not None:
+            self._ips(rec.facts.node).release(uid)
+            self.metrics.pods_tracked.set(len(self.records))
+
+    def _replan(self, uid: str, rec: PodRecord) -> None:
+        if rec.busy:
+            rec.dirty = True
+            return
+        facts = rec.facts
+        if rec.delete_sent or rec.gone:
+            self._timers.cancel(uid)
+            return
+        now_m = self.clock.monotonic()
+        until = self.faults.heartbeat_stopped.get(facts.node)
+        if until is not None and now_m < until:
+            # a partitioned kubelet does nothing; look again when the fault ends
+            rec.action = None
+            self._timers.schedule(uid, until + 0.01)
+            return
+        if rec.forced_exit is not None and facts.phase == "Running" and not facts.deleting:
+            rec.action = "finish"
+            self._timers.schedule(uid, now_m)
+            return
+        now_w = self.clock.wall()
+        planned = plan(facts, self.nodes[facts.node].slot.pool.lifecycle, now_w, rec.started_wall, self.stages)
+        if planned is None:
+            rec.action = None
+            self._timers.cancel(uid)
+            if facts.phase in TERMINAL:
+                self._ips(facts.node).release(uid)
+            return
+        rec.action = planned.stage.action
+        self._timers.schedule(uid, now_m + (planned.due_wall - now_w))
+
+    # --- actions -------------------------------------------------------------------------------
+    def _fire(self, uid: str, due: float) -> None:
+        rec = self.records.get(uid)
+        if rec is None or rec.busy:
+            return
+        if rec.action is None:  # a fault deferral ended: plan again
+            self._replan(uid, rec)
+            return
+        rec.busy = True
+        task = asyncio.ensure_future(self._act(uid, rec))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _act(self, uid: str, rec: PodRecord) -> None:
+        retry_in = 0.0
+        try:
+            action = rec.action
+            if action == "start":
+                retry_in = await self._start(uid, rec)
+            elif action == "finish":
+                retry_in = await self._finish(uid, rec)
+            elif action == "finalize":
+                retry_in = await self._finalize(uid, rec)
+        except Exception:  # never let one pod stop the controller
+            log.exception("pod %s/%s: action failed", rec.facts.namespace, rec.facts.name)
+            retry_in = 5.0
+        finally:
+            rec.busy = False
+        if self.records.get(uid) is not rec:
+            return
+        if retry_in > 0 and not rec.dirty:
+            self._timers.schedule(uid, self.clock.monotonic() + retry_in * (0.5 + random.random()))
+            return
+        rec.dirty = False
+        self._replan(uid, rec)
+
+    def _path(self, facts: PodFacts) -> str:
+        return f"/api/v1/namespaces/{facts.namespace}/pods/{facts.name}"
+
+    def _outcome(self, rec: PodRecord, resp: Response) -> float:
+        """0 when the write landed; seconds to wait before retrying otherwise (or 0 and gone)."""
+        if resp.ok:
+            return 0.0
+        if resp.status in _GONE:
+            if resp.status == 422:
+                log.warning("pod %s/%s: status patch rejected: %s", rec.facts.namespace, rec.facts.name,
+                            resp.message())
+            rec.gone = True
+            return 0.0
+        return 2.0
+
+    def _count(self, phase: str) -> None:
+        child = self._transitions.get(phase)
+        if child is None:
+            child = self._transitions[phase] = self.metrics.pod_transitions.labels(phase)
+        child.inc()
+
+    async def _start(self, uid: str, rec: PodRecord) -> float:
+        facts = rec.facts
+        node = self.nodes[facts.node]
+        host_ip = node.slot.internal_ip
+        pod_ip = host_ip if facts.host_network else self._ips(facts.node).allocate(uid)
+        if pod_ip is None:
+            log.warning("node %s: pod CIDR %s is full; %s/%s waits", facts.node, node.slot.pod_cidr,
+                        facts.namespace, facts.name)
+            return 10.0
+        now_w = self.clock.wall()
+        resp = await self.api.request("patch_pod_status", "PATCH", self._path(facts) + "/status",
+                                      body=running_patch(facts, now_w, pod_ip, host_ip),
+                                      content_type=STRATEGIC_MERGE_PATCH)
+        wait = self._outcome(rec, resp)
+        if resp.ok:
+            rec.started_wall = now_w
+            rec.facts = dataclasses.replace(rec.facts, phase="Running", run_started_at=float(int(now_w)),
+                                            pod_ip=pod_ip, restart_count=0)
+            self._count("Running")
+        return wait
+
+    async def _finish(self, uid: str, rec: PodRecord) -> float:
+        facts = rec.facts
+        now_m, now_w = self.clock.monotonic(), self.clock.wall()
+        code = rec.forced_exit
+        if code is None:
+            code = self.faults.exit_override(uid, now_m)
+        if code is None:
+            code = exit_code(facts, self.nodes[facts.node].slot.pool.lifecycle)
+        policy = facts.restart_policy
+        restart = (code != 0 and policy == "OnFailure") or policy == "Always"
+        if restart:
+            body = restarted_patch(facts, now_w, code, rec.started_wall)
+        else:
+            body = terminated_patch(facts, now_w, code, rec.started_wall)
+        resp = await self.api.request("patch_pod_status", "PATCH", self._path(facts) + "/status", body=body,
+                                      content_type=STRATEGIC_MERGE_PATCH)
+        wait = self._outcome(rec, resp)
+        if resp.ok:
+            rec.forced_exit = None
+            if restart:
+                rec.started_wall = now_w
+                rec.facts = dataclasses.replace(facts, restart_count=facts.restart_count + 1,
+                                                run_started_at=float(int(now_w)))
+                self._count("ContainerRestarted")
+            else:
+                phase = "Succeeded" if code == 0 else "Failed"
+                rec.facts = dataclasses.replace(facts, phase=phase)
+                self._ips(facts.node).release(uid)
+                self._count(phase)
+        return wait
+
+    async def _finalize(self, uid: str, rec: PodRecord) -> float:
+        facts = rec.facts
+        if facts.phase not in TERMINAL:
+            code = deletion_exit_code(facts)
+            resp = await self.api.request(
+                "patch_pod_status", "PATCH", self._path(facts) + "/status",
+                body=terminated_patch(facts, self.clock.wall(), code, rec.started_wall),
+                content_type=STRATEGIC_MERGE_PATCH)
+            wait = self._outcome(rec, resp)
+            if not resp.ok:
+                return wait
+            phase = "Succeeded" if code == 0 else "Failed"
+            rec.facts = dataclasses.replace(facts, phase=phase)
+            self._ips(facts.node).release(uid)
+            self._count(phase)
+        resp = await self.api.request("delete_pod", "DELETE", self._path(facts), body=delete_options(uid))
+        if resp.ok or resp.status in _GONE:
+            rec.delete_sent = True
+            self.metrics.pod_deletions.inc()
+            return 0.0
+        return 2.0
+
+    # --- faults --------------------------------------------------------------------------------
+    def fail_running(self, fraction: float, code: int, seed: int) -> list[str]:
+        """Crash ``fraction`` of the running pods now with exit ``code``; returns ``namespace/name`` s."""
+        running = {uid: rec for uid, rec in self.records.items()
+                   if rec.facts.phase == "Running" and not rec.facts.deleting and not rec.gone}
+        chosen = choose(list(running), fraction, seed)
+        for uid in chosen:
+            rec = running[uid]
+            rec.forced_exit = code
+            self._replan(uid, rec)
+        return sorted(f"{running[u].facts.namespace}/{running[u].facts.name}" for u in chosen)
+
+    def replan_node(self, node: str) -> None:
+        """Plan every pod of ``node`` again (its heartbeat fault ended)."""
+        for uid, rec in list(self.records.items()):
+            if rec.facts.node == node:
+                self._replan(uid, rec)
+
+    # --- running -------------------------------------------------------------------------------
+    def backlog(self) -> int:
+        """Writes in flight."""
+        return len(self._tasks)
+
+    async def run(self) -> None:
+        """Fire pod timers until cancelled."""
+        await self._timers.run()
+
+    async def stop(self) -> None:
+        """Cancel in-flight writes."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

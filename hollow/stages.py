@@ -1,0 +1,281 @@
+"""Pod lifecycle as data: which stage applies to a pod, and when it is due.
+
+Like KWOK's stages, behaviour is a table, not code paths: each :class:`Stage` says which pods it
+selects (phase, deletion, restart policy), which delay applies (startup or run duration, taken from the
+pod's ``hollowscale.io/*`` annotations or else the pool's lifecycle defaults) and from which moment that
+delay counts (binding, container start, now).  The controller in :mod:`hollow.pods` only applies the
+first matching stage; :func:`plan` is a pure function so timing is tested with a fake clock.
+
+Anchors come from the pod object itself (PodScheduled transition, container ``startedAt``) and random
+draws are keyed by the pod uid, so an agent that restarts computes the same deadlines again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hollow.clock import parse_rfc3339
+from hollow.durations import DurationDist, keyed_uniform, parse_go_duration
+from hollow.pools import LifecycleSpec
+
+RUN_DURATION = "hollowscale.io/run-duration"
+EXIT_CODE = "hollowscale.io/exit-code"
+STARTUP_DELAY = "hollowscale.io/startup-delay"
+
+Action = Literal["start", "finish", "finalize"]
+Delay = Literal["none", "startup", "run"]
+Anchor = Literal["now", "bound", "run_started"]
+
+#: order of phases; a pod never moves backwards, so an older event cannot undo a newer one
+PHASE_ORDER = {"": 0, "Pending": 0, "Unknown": 0, "Running": 1, "Succeeded": 2, "Failed": 2}
+TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One row of the lifecycle table.
+
+    Attributes:
+        name: for logs and metrics (``pod-ready``, ``pod-complete``, ``pod-delete``).
+        action: what the controller does when the stage is due.
+        phases: pod phases the stage selects.
+        deleting: True selects only pods with a deletionTimestamp, False only pods without.
+        restart_policies: restart policies the stage selects.
+        delay: which duration applies.
+        anchor: the moment the delay counts from.
+    """
+
+    name: str
+    action: Action
+    phases: frozenset[str]
+    deleting: bool
+    restart_policies: frozenset[str]
+    delay: Delay
+    anchor: Anchor
+
+
+ALL_POLICIES = frozenset({"Always", "OnFailure", "Never"})
+
+#: The default lifecycle: first match wins.
+STAGES: tuple[Stage, ...] = (
+    Stage("pod-delete", "finalize", frozenset(PHASE_ORDER), True, ALL_POLICIES, "none", "now"),
+    Stage("pod-ready", "start", frozenset({"Pending", ""}), False, ALL_POLICIES, "startup", "bound"),
+    Stage("pod-complete", "finish", frozenset({"Running"}), False, frozenset({"OnFailure", "Never"}), "run",
+          "run_started"),
+)
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """What the agent reads from a pod object (parsed once per event).
+
+    Attributes:
+        uid, namespace, name, node: identity and binding.
+        phase: ``status.phase`` ('' when unset).
+        deleting: has a deletionTimestamp.
+        restart_policy: ``spec.restartPolicy`` (Always when unset, as the apiserver defaults).
+        annotations: the ``hollowscale.io/*`` annotations only.
+        bound_at: wall seconds when the pod was bound (PodScheduled transition, else creation).
+        run_started_at: wall seconds the current container run started, or None.
+        restart_count: restarts of the first container.
+        containers: (name, image) of the app containers.
+        init_containers: (name, image, restartPolicy) of the init containers ('' = run to completion).
+        host_network: uses the node's network (podIP = hostIP).
+        pod_ip: ``status.podIP`` or None.
+        has_scheduled_condition: a PodScheduled condition exists (bare pods have none).
+    """
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    phase: str
+    deleting: bool
+    restart_policy: str
+    annotations: dict[str, str]
+    bound_at: float
+    run_started_at: float | None
+    restart_count: int
+    containers: tuple[tuple[str, str], ...]
+    init_containers: tuple[tuple[str, str, str], ...]
+    host_network: bool
+    pod_ip: str | None
+    has_scheduled_condition: bool
+
+
+def _ts(text: Any) -> float | None:
+    if not text:
+        return None
+    try:
+        return parse_rfc3339(str(text))
+    except ValueError:
+        return None
+
+
+def pod_facts(obj: dict[str, Any]) -> PodFacts:
+    """Extract :class:`PodFacts` from a pod JSON object."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    bound_at = None
+    scheduled = False
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "PodScheduled":
+            scheduled = True
+            if cond.get("status") == "True":
+                bound_at = _ts(cond.get("lastTransitionTime"))
+    if bound_at is None:
+        bound_at = _ts(meta.get("creationTimestamp")) or 0.0
+    run_started = None
+    restarts = 0
+    statuses = status.get("containerStatuses") or ()
+    if statuses:
+        first = statuses[0]
+        restarts = int(first.get("restartCount") or 0)
+        running = (first.get("state") or {}).get("running")
+        if running:
+            run_started = _ts(running.get("startedAt"))
+    if run_started is None and status.get("phase") == "Running":
+        run_started = _ts(status.get("startTime"))
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("hollowscale.io/")}
+    return PodFacts(
+        uid=meta.get("uid", ""),
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        node=spec.get("nodeName") or "",
+        phase=status.get("phase") or "",
+        deleting=bool(meta.get("deletionTimestamp")),
+        restart_policy=spec.get("restartPolicy") or "Always",
+        annotations=annotations,
+        bound_at=bound_at,
+        run_started_at=run_started,
+        restart_count=restarts,
+        containers=tuple((c.get("name", ""), c.get("image", "")) for c in spec.get("containers") or ()),
+        init_containers=tuple((c.get("name", ""), c.get("image", ""), c.get("restartPolicy") or "")
+                              for c in spec.get("initContainers") or ()),
+        host_network=bool(spec.get("hostNetwork")),
+        pod_ip=status.get("podIP") or None,
+        has_scheduled_condition=scheduled,
+    )
+
+
+class AnnotationError(ValueError):
+    """A ``hollowscale.io/*`` annotation that cannot be used (the pool default applies instead)."""
+
+
+def _annotated(facts: PodFacts, key: str, allow_forever: bool) -> float | None:
+    raw = facts.annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        value = parse_go_duration(raw)
+    except ValueError as exc:
+        raise AnnotationError(f"{facts.namespace}/{facts.name}: {key}: {exc}") from None
+    if math.isinf(value) and not allow_forever:
+        raise AnnotationError(f"{facts.namespace}/{facts.name}: {key}: expected a finite duration, got {raw!r}")
+    return value
+
+
+def startup_delay(facts: PodFacts, lifecycle: LifecycleSpec) -> float:
+    """Seconds from binding to Running: annotation, else the pool's distribution (keyed by uid)."""
+    try:
+        value = _annotated(facts, STARTUP_DELAY, False)
+    except AnnotationError:
+        value = None
+    return value if value is not None else lifecycle.startup_delay.sample_for(facts.uid, "startup")
+
+
+def run_duration(facts: PodFacts, lifecycle: LifecycleSpec) -> float:
+    """Seconds a container runs (``inf`` = forever): annotation, else the pool's distribution.
+
+    Each restart of a container (restartPolicy OnFailure) draws again, keyed by the restart count.
+    """
+    try:
+        value = _annotated(facts, RUN_DURATION, True)
+    except AnnotationError:
+        value = None
+    if value is not None:
+        return value
+    dist: DurationDist = lifecycle.run_duration
+    return dist.sample_for(facts.uid, "run", str(facts.restart_count))
+
+
+def exit_code(facts: PodFacts, lifecycle: LifecycleSpec) -> int:
+    """The exit code at the end of the run: annotation, else the pool's (with its failure share)."""
+    raw = facts.annotations.get(EXIT_CODE)
+    if raw is not None:
+        try:
+            code = int(raw)
+            if 0 <= code <= 255:
+                return code
+        except ValueError:
+            pass
+    if lifecycle.failure_fraction > 0 and keyed_uniform(facts.uid, "fail", str(facts.restart_count)) \
+            < lifecycle.failure_fraction:
+        return lifecycle.failure_exit_code
+    return lifecycle.exit_code
+
+
+def annotation_problems(facts: PodFacts) -> list[str]:
+    """Messages for unusable annotations (logged once per pod; defaults apply)."""
+    problems = []
+    for key, forever in ((STARTUP_DELAY, False), (RUN_DURATION, True)):
+        try:
+            _annotated(facts, key, forever)
+        except AnnotationError as exc:
+            problems.append(str(exc))
+    raw = facts.annotations.get(EXIT_CODE)
+    if raw is not None and not (raw.strip().isdigit() and 0 <= int(raw) <= 255):
+        problems.append(f"{facts.namespace}/{facts.name}: {EXIT_CODE}: expected an integer 0..255, got {raw!r}")
+    return problems
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The next stage of a pod and its deadline (wall seconds; ``inf`` = never)."""
+
+    stage: Stage
+    due_wall: float
+
+
+def select(facts: PodFacts, stages: tuple[Stage, ...] = STAGES) -> Stage | None:
+    """The first stage whose selector matches the pod."""
+    for stage in stages:
+        if facts.phase in stage.phases and facts.deleting == stage.deleting \
+                and facts.restart_policy in stage.restart_policies:
+            return stage
+    return None
+
+
+def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
+         stages: tuple[Stage, ...] = STAGES) -> Planned | None:
+    """The pod's next stage and when it is due, or None when nothing more will happen.
+
+    Args:
+        facts: the pod as last observed.
+        lifecycle: the pool's defaults.
+        now_wall: current wall time (anchor ``now``).
+        run_started_at: a more precise container start than the pod's second-resolution timestamp,
+            when this process started the container itself.
+        stages: the lifecycle table.
+    """
+    stage = select(facts, stages)
+    if stage is None:
+        return None
+    if stage.delay == "none":
+        delay = 0.0
+    elif stage.delay == "startup":
+        delay = startup_delay(facts, lifecycle)
+    else:
+        delay = run_duration(facts, lifecycle)
+    if math.isinf(delay):
+        return None
+    if stage.anchor == "bound":
+        anchor = facts.bound_at
+    elif stage.anchor == "run_started":
+        anchor = run_started_at if run_started_at is not None else (facts.run_started_at or now_wall)
+    else:
+        anchor = now_wall
+    return Planned(stage, max(anchor + delay, now_wall))

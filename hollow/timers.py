@@ -1,0 +1,129 @@
+"""One timer heap for thousands of periodic and one-shot actions.
+
+Ten thousand nodes each renewing a lease every 10 s would be ten thousand sleeping tasks; one heap and
+one loop that wakes at the next deadline is cheaper and lets the agent *measure* how late it is (the
+difference between a deadline and the moment the action starts is the lag the agent reports about
+itself).  Keys are rescheduled or cancelled in O(log n) by generation counting (stale heap entries are
+skipped when popped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from hollow.clock import Clock
+
+K = TypeVar("K", bound=Hashable)
+
+
+class TimerQueue(Generic[K]):
+    """Deadlines by key; at most one live deadline per key."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, K]] = []
+        self._live: dict[K, tuple[float, int]] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._live
+
+    def due_of(self, key: K) -> float | None:
+        """The live deadline of ``key`` or None."""
+        entry = self._live.get(key)
+        return entry[0] if entry else None
+
+    def schedule(self, key: K, due: float) -> None:
+        """Set (or move) the deadline of ``key`` to ``due`` (monotonic seconds)."""
+        self._seq += 1
+        self._live[key] = (due, self._seq)
+        heapq.heappush(self._heap, (due, self._seq, key))
+
+    def cancel(self, key: K) -> None:
+        """Forget ``key``'s deadline, if any."""
+        self._live.pop(key, None)
+
+    def next_due(self) -> float | None:
+        """The earliest live deadline, or None when empty."""
+        heap = self._heap
+        while heap:
+            due, seq, key = heap[0]
+            live = self._live.get(key)
+            if live is not None and live[1] == seq:
+                return due
+            heapq.heappop(heap)
+        return None
+
+    def pop_due(self, now: float, limit: int = 1_000_000) -> list[tuple[K, float]]:
+        """Remove and return up to ``limit`` (key, deadline) pairs with deadline <= ``now``, earliest first."""
+        out: list[tuple[K, float]] = []
+        heap = self._heap
+        while heap and len(out) < limit:
+            due, seq, key = heap[0]
+            if due > now:
+                break
+            heapq.heappop(heap)
+            live = self._live.get(key)
+            if live is None or live[1] != seq:
+                continue
+            del self._live[key]
+            out.append((key, due))
+        return out
+
+
+class TimerLoop(Generic[K]):
+    """Runs a :class:`TimerQueue`: calls ``fire(key, due)`` for every deadline that passes.
+
+    ``fire`` must be quick (start a task, do not await the API); the loop wakes early when a key is
+    scheduled before the current sleep ends.
+
+    Attributes:
+        max_sleep: longest single sleep in seconds, so a wrong wakeup never stalls the loop for long.
+        batch: at most this many deadlines fired per wakeup before yielding to the event loop.
+    """
+
+    def __init__(self, clock: Clock, fire: Callable[[K, float], None], max_sleep: float = 1.0,
+                 batch: int = 2000) -> None:
+        self.queue: TimerQueue[K] = TimerQueue()
+        self._clock = clock
+        self._fire = fire
+        self._wake = asyncio.Event()
+        self.max_sleep = max_sleep
+        self.batch = batch
+
+    def schedule(self, key: K, due: float) -> None:
+        """Set the deadline of ``key`` and wake the loop if it is earlier than the current one."""
+        nxt = self.queue.next_due()
+        self.queue.schedule(key, due)
+        if nxt is None or due < nxt:
+            self._wake.set()
+
+    def cancel(self, key: K) -> None:
+        """Forget ``key``."""
+        self.queue.cancel(key)
+
+    def run_due(self) -> int:
+        """Fire what is due now (one batch); returns how many fired."""
+        fired = self.queue.pop_due(self._clock.monotonic(), self.batch)
+        for key, due in fired:
+            self._fire(key, due)
+        return len(fired)
+
+    async def run(self) -> None:
+        """Fire deadlines until cancelled."""
+        while True:
+            if self.run_due() >= self.batch:
+                await asyncio.sleep(0)
+                continue
+            nxt = self.queue.next_due()
+            delay = self.max_sleep if nxt is None else min(self.max_sleep, nxt - self._clock.monotonic())
+            if delay <= 0:
+                await asyncio.sleep(0)
+                continue
+            self._wake.clear()
+            await self._clock.wait_event(self._wake, delay)

@@ -1,0 +1,136 @@
+"""Timer heap, lease cadence and spread, with a fake clock and a recording transport (no sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import Counter
+from typing import Any
+
+from hollow.api import Response
+from hollow.clock import FakeClock
+from hollow.faults import FaultState
+from hollow.leases import LeaseManager, spread
+from hollow.metrics import Metrics
+from hollow.nodes import NodeManager
+from hollow.pools import parse_pools
+from hollow.settings import AgentSettings, HeartbeatSettings
+from hollow.sharding import Shard, assign
+from hollow.timers import TimerLoop, TimerQueue
+
+
+class RecordingApi:
+    """Answers every request with a fixed status and records (time, verb, method, path, body)."""
+
+    def __init__(self, clock: FakeClock, status: int = 200) -> None:
+        self.clock = clock
+        self.status = status
+        self.calls: list[tuple[float, str, str, str, Any]] = []
+
+    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **_: Any) -> Response:
+        self.calls.append((self.clock.monotonic(), verb, method, path, body))
+        await asyncio.sleep(0)
+        status = 201 if method == "POST" and self.status == 200 else self.status
+        return Response(status, b'{"metadata": {"uid": "u"}}')
+
+
+def test_timer_queue_orders_moves_and_cancels() -> None:
+    q: TimerQueue[str] = TimerQueue()
+    q.schedule("a", 5)
+    q.schedule("b", 1)
+    q.schedule("c", 3)
+    q.schedule("a", 2)  # moved earlier; the old entry is stale
+    q.cancel("c")
+    assert q.next_due() == 1 and len(q) == 2
+    assert q.pop_due(10) == [("b", 1), ("a", 2)]
+    assert q.pop_due(10) == [] and q.next_due() is None
+
+
+async def test_timer_loop_fires_on_time_with_fake_clock() -> None:
+    clock = FakeClock()
+    fired: list[tuple[str, float, float]] = []
+    loop: TimerLoop[str] = TimerLoop(clock, lambda k, due: fired.append((k, due, clock.monotonic())))
+    start = clock.monotonic()
+    loop.schedule("x", start + 30)
+    loop.schedule("y", start + 0.5)
+    task = asyncio.ensure_future(loop.run())
+    while clock.monotonic() < start + 40:
+        await asyncio.sleep(0)
+    task.cancel()
+    assert [k for k, *_ in fired] == ["y", "x"]
+    for _, due, at in fired:
+        assert 0 <= at - due < 1e-6  # never early, never late with a fake clock
+
+
+def _nodes(n: int, clock: FakeClock, api: RecordingApi, hb: HeartbeatSettings,
+           faults: FaultState | None = None) -> tuple[NodeManager, LeaseManager]:
+    pools = parse_pools({"pools": [{"name": "g", "count": n, "resources": {"cpu": "8", "memory": "8Gi"}}]}, "t")
+    settings = AgentSettings(shard=Shard(), heartbeat=hb)
+    faults = faults or FaultState()
+    nodes = NodeManager(api, clock, settings, Metrics(), faults, assign(pools, Shard()))  # type: ignore[arg-type]
+    for i, state in enumerate(nodes.nodes.values()):
+        state.uid = f"uid-{i}"
+    leases = LeaseManager(api, clock, hb, Metrics(), faults, nodes)  # type: ignore[arg-type]
+    return nodes, leases
+
+
+def test_spread_is_even() -> None:
+    due = spread([f"n{i}" for i in range(8)], 100.0, 10.0)
+    assert sorted(due.values()) == [100 + 10 * i / 8 for i in range(8)]
+
+
+async def test_leases_renew_every_quarter_lease_evenly_spread() -> None:
+    clock = FakeClock()
+    api = RecordingApi(clock)
+    hb = HeartbeatSettings()  # 40 s lease -> 10 s renewals, 4% jitter
+    nodes, leases = _nodes(200, clock, api, hb)
+    start = clock.monotonic()
+    leases.plan_phases(start)
+    for name in nodes.nodes:
+        leases.add(name)
+    task = asyncio.ensure_future(leases.run())
+    while clock.monotonic() < start + 120:
+        await asyncio.sleep(0)
+    task.cancel()
+    renewals = [c for c in api.calls if c[1] in ("patch_lease", "create_lease")]
+    creates = [c for c in api.calls if c[1] == "create_lease"]
+    assert len(creates) == 200  # created once, then only renewed by PATCH
+    per_node: dict[str, list[float]] = {}
+    for t, _, _, path, body in api.calls:
+        name = path.rsplit("/", 1)[-1] if path.endswith(tuple("0123456789")) else body["metadata"]["name"]
+        per_node.setdefault(name, []).append(t)
+    assert len(per_node) == 200
+    for times in per_node.values():
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert len(times) >= 11
+        assert all(10 - 0.41 <= g <= 10 + 0.41 for g in gaps), gaps  # never drifts, jitter <= 4%
+    # evenly spread: every 1 s window holds about 200 / 10 = 20 renewals
+    buckets = Counter(int(t - start) for t, *_ in renewals if start + 10 <= t < start + 110)
+    assert min(buckets.values()) >= 14 and max(buckets.values()) <= 26, buckets
+
+
+async def test_heartbeat_factor_scales_every_interval() -> None:
+    hb = HeartbeatSettings(factor=2.0)
+    assert hb.lease_s == 80 and hb.renew_s == 20 and hb.status_s == 600
+    fast = HeartbeatSettings(factor=0.25)
+    assert fast.lease_s == 10 and fast.renew_s == 2.5 and fast.status_s == 75
+
+
+async def test_faulted_nodes_do_not_renew_and_catch_up_after() -> None:
+    clock = FakeClock()
+    api = RecordingApi(clock)
+    faults = FaultState()
+    nodes, leases = _nodes(10, clock, api, HeartbeatSettings(), faults)
+    start = clock.monotonic()
+    faults.stop_heartbeats(["g-3"], start + 60)
+    leases.plan_phases(start)
+    for name in nodes.nodes:
+        leases.add(name)
+    task = asyncio.ensure_future(leases.run())
+    while clock.monotonic() < start + 100:
+        await asyncio.sleep(0)
+    task.cancel()
+    g3 = [t for t, _, _, path, body in api.calls
+          if path.endswith("/g-3") or (isinstance(body, dict) and body.get("metadata", {}).get("name") == "g-3")]
+    assert g3 and min(g3) >= start + 60
+    assert faults.recovered(clock.monotonic()) == ["g-3"]
