@@ -1,0 +1,287 @@
+"""A real Prometheus for the run (Debian's ``prometheus`` binary) and the PromQL behind each figure.
+
+:class:`PrometheusServer` writes a scrape config for the control plane (apiserver with the admin
+client certificate, scheduler and controller-manager over https without verification, etcd over
+http) and the hollow agents, starts Prometheus on a free loopback port with its TSDB in the run
+folder, and stops it.  :class:`PromQueries` asks it, through ``prometheus-api-client``, for the
+figures of the report; every query string is returned with its value so the report can name it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MUTATING = "POST|PUT|PATCH|DELETE"
+#: apiserver request latency metric (the SLI histogram excludes WATCH and long-running requests)
+API_SLI = "apiserver_request_sli_duration_seconds_bucket"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Target:
+    """One scrape job: ``scheme`` http|https, ``addresses`` host:port, TLS files, metrics path."""
+
+    job: str
+    scheme: str
+    addresses: list[str]
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure: bool = False
+    path: str = "/metrics"
+
+
+def targets_from_metrics(metrics: dict[str, str], ca: str | None, cert: str | None, key: str | None) -> list[Target]:
+    """Scrape targets from ``ClusterInfo.metrics`` (component -> URL)."""
+    out = []
+    for comp, url in sorted(metrics.items()):
+        u = urllib.parse.urlsplit(url)
+        if comp == "apiserver":
+            out.append(Target(comp, u.scheme, [u.netloc], ca_file=ca, cert_file=cert, key_file=key, path=u.path or "/metrics"))
+        else:
+            out.append(Target(comp, u.scheme, [u.netloc], insecure=u.scheme == "https", path=u.path or "/metrics"))
+    return out
+
+
+def scrape_config(targets: list[Target], interval_s: float) -> dict[str, Any]:
+    iv = f"{max(1, int(round(interval_s * 1000)))}ms"
+    jobs = []
+    for t in targets:
+        job: dict[str, Any] = {
+            "job_name": t.job,
+            "scheme": t.scheme,
+            "metrics_path": t.path,
+            "scrape_interval": iv,
+            "scrape_timeout": iv,
+            "static_configs": [{"targets": list(t.addresses)}],
+        }
+        if t.scheme == "https":
+            tls: dict[str, Any] = {"insecure_skip_verify": bool(t.insecure)}
+            if t.ca_file and not t.insecure:
+                tls["ca_file"] = t.ca_file
+            if t.cert_file and t.key_file:
+                tls["cert_file"] = t.cert_file
+                tls["key_file"] = t.key_file
+            job["tls_config"] = tls
+        jobs.append(job)
+    return {"global": {"scrape_interval": iv, "evaluation_interval": iv}, "scrape_configs": jobs}
+
+
+class PrometheusError(RuntimeError):
+    pass
+
+
+class PrometheusServer:
+    """A Prometheus process owned by one run (TSDB and log in ``folder``)."""
+
+    def __init__(self, folder: Path, targets: list[Target], interval_s: float = 1.0, binary: str | None = None):
+        self.folder = folder
+        self.targets = targets
+        self.interval_s = interval_s
+        self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        if not Path(self.binary).exists():
+            raise PrometheusError(f"prometheus binary not found ({self.binary}); install it: apt-get install -y prometheus")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        cfg = self.folder / "prometheus.yml"
+        cfg.write_text(yaml.safe_dump(scrape_config(self.targets, self.interval_s), sort_keys=False))
+        self.port = free_port()
+        log = (self.folder / "prometheus.log").open("wb")
+        self.proc = subprocess.Popen(
+            [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.folder / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d",
+             "--web.enable-lifecycle", "--log.level=warn"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        import urllib.request
+
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise PrometheusError(f"prometheus exited with {self.proc.returncode}; see {self.folder / 'prometheus.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise PrometheusError(f"prometheus not ready after {timeout_s:g}s")
+
+    def targets_health(self) -> dict[str, str]:
+        """job -> health ('up', 'down: <error>', 'unknown') of the active targets."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=5) as r:
+            doc = json.loads(r.read())
+        out = {}
+        for t in doc["data"]["activeTargets"]:
+            job = t["labels"].get("job", "?")
+            h = t.get("health", "unknown")
+            out[job if job not in out else f"{job}@{t['labels'].get('instance')}"] = (
+                h if h == "up" else f"{h}: {t.get('lastError', '')}")
+        return out
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        if not self.proc or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+class PromQueries:
+    """The run's PromQL; each method returns values and records ``query -> used for`` in ``self.log``."""
+
+    def __init__(self, url: str):
+        from prometheus_api_client import PrometheusConnect
+
+        self.api = PrometheusConnect(url=url, disable_ssl=True)
+        self.log: list[dict[str, Any]] = []
+
+    def instant(self, query: str, at: float, purpose: str) -> list[dict[str, Any]]:
+        res = self.api.custom_query(query=query, params={"time": f"{at:.3f}"})
+        self.log.append({"query": query, "time": at, "purpose": purpose, "result_series": len(res)})
+        return res
+
+    def scalar(self, query: str, at: float, purpose: str) -> float | None:
+        res = self.instant(query, at, purpose)
+        return _num(res[0]["value"][1]) if res else None
+
+    def range(self, query: str, start: float, end: float, step_s: float, purpose: str) -> list[dict[str, Any]]:
+        from datetime import datetime, timezone
+
+        res = self.api.custom_query_range(
+            query=query, start_time=datetime.fromtimestamp(start, timezone.utc),
+            end_time=datetime.fromtimestamp(end, timezone.utc), step=f"{max(step_s, 0.001):g}s")
+        self.log.append({"query": query, "start": start, "end": end, "step_s": step_s, "purpose": purpose,
+                         "result_series": len(res)})
+        return res
+
+    # ------------------------------------------------------------------------------------- figures
+    def api_latency(self, start: float, end: float) -> dict[str, Any]:
+        """apiserver SLI latency p50/p99 (ms) by verb, by (verb, resource) and by SLO group."""
+        w = f"{max(1, int(math.ceil(end - start)))}s"
+        out: dict[str, Any] = {"by_verb": {}, "by_verb_resource": [], "slo_groups": {}, "queries": {}}
+        for q in (50, 99):
+            query = (f"histogram_quantile({q / 100}, sum by (verb, le) "
+                     f"(increase({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[{w}])))")
+            out["queries"][f"by_verb.p{q}"] = query
+            for s in self.instant(query, end, f"API latency p{q} by verb"):
+                v = _num(s["value"][1])
+                out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})[f"p{q}"] = (
+                    None if v is None else round(v * 1000, 3))
+        cnt_q = f"sum by (verb) (increase(apiserver_request_sli_duration_seconds_count{{verb!~\"WATCH|CONNECT\"}}[{w}]))"
+        out["queries"]["by_verb.count"] = cnt_q
+        for s in self.instant(cnt_q, end, "API requests by verb"):
+            out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})["count"] = round(_num(s["value"][1]) or 0.0, 1)
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for q in (50, 99):
+            query = (f"histogram_quantile({q / 100}, sum by (verb, resource, le) "
+                     f"(increase({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[{w}])))")
+            out["queries"][f"by_verb_resource.p{q}"] = query
+            for s in self.instant(query, end, f"API latency p{q} by verb and resource"):
+                v = _num(s["value"][1])
+                key = (s["metric"].get("verb", "?"), s["metric"].get("resource", "?"))
+                rows.setdefault(key, {"verb": key[0], "resource": key[1]})[f"p{q}"] = None if v is None else round(v * 1000, 3)
+        out["by_verb_resource"] = sorted(rows.values(), key=lambda r: (r["verb"], r["resource"]))
+        groups = {"mutating": f'verb=~"{MUTATING}"', "read_object": 'verb="GET"', "read_list": 'verb="LIST"'}
+        for name, sel in groups.items():
+            out["slo_groups"][name] = {}
+            for q in (50, 99):
+                query = f"histogram_quantile({q / 100}, sum by (le) (increase({API_SLI}{{{sel}}}[{w}])))"
+                out["queries"][f"slo.{name}.p{q}"] = query
+                v = self.scalar(query, end, f"API latency p{q}, SLO group {name}")
+                out["slo_groups"][name][f"p{q}"] = None if v is None else round(v * 1000, 3)
+        return out
+
+    def scheduler(self, start: float, end: float) -> dict[str, Any]:
+        w = f"{max(1, int(math.ceil(end - start)))}s"
+        q_att = f"sum by (result) (increase(scheduler_schedule_attempts_total[{w}]))"
+        results = {s["metric"].get("result", "?"): round(_num(s["value"][1]) or 0.0, 1)
+                   for s in self.instant(q_att, end, "scheduler attempts by result")}
+        lat = {}
+        q_lat = {}
+        for q in (50, 99):
+            query = (f"histogram_quantile({q / 100}, sum by (le) "
+                     f"(increase(scheduler_scheduling_attempt_duration_seconds_bucket[{w}])))")
+            q_lat[f"p{q}"] = query
+            v = self.scalar(query, end, f"scheduler attempt duration p{q}")
+            lat[f"p{q}"] = None if v is None else round(v * 1000, 3)
+        return {"attempts_by_result": results, "attempt_duration_ms": lat,
+                "queries": {"attempts_by_result": q_att, **{f"attempt_duration_ms.{k}": v for k, v in q_lat.items()}}}
+
+    def bindings(self, start: float, end: float) -> dict[str, Any]:
+        """Pods bound between ``start`` and ``end``: the scheduler's counter at both ends (no extrapolation)."""
+        q = 'sum(scheduler_schedule_attempts_total{result="scheduled"})'
+        a = self.scalar(q, start, "binding counter at window start")
+        b = self.scalar(q, end, "binding counter at window end")
+        count = None if a is None or b is None else b - a
+        return {"query": q, "start": start, "end": end, "counter_start": a, "counter_end": b, "bound": count}
+
+    def components(self, start: float, end: float) -> dict[str, Any]:
+        w = f"{max(1, int(math.ceil(end - start)))}s"
+        q_cpu = f"sum by (job) (rate(process_cpu_seconds_total[{w}]))"
+        q_mem = f"sum by (job) (max_over_time(process_resident_memory_bytes[{w}]))"
+        cpu = {s["metric"].get("job", "?"): round(_num(s["value"][1]) or 0.0, 4) for s in self.instant(q_cpu, end, "CPU cores")}
+        mem = {s["metric"].get("job", "?"): round((_num(s["value"][1]) or 0.0) / 2**20, 1)
+               for s in self.instant(q_mem, end, "peak RSS MiB")}
+        jobs = sorted(set(cpu) | set(mem))
+        return {"by_job": {j: {"cpu_cores_avg": cpu.get(j), "rss_mib_max": mem.get(j)} for j in jobs},
+                "queries": {"cpu_cores_avg": q_cpu, "rss_mib_max": q_mem}}
+
+    def api_series(self, start: float, end: float, step_s: float) -> dict[str, Any]:
+        """API latency p99 over time by verb (30 s windows) and the binding rate, for plots."""
+        q = f"histogram_quantile(0.99, sum by (verb, le) (rate({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[30s])))"
+        out: dict[str, Any] = {"query_api_p99": q, "api_p99_ms": {}}
+        for s in self.range(q, start, end, step_s, "API latency p99 over time by verb"):
+            pts = [(float(t) - start, _num(v)) for t, v in s["values"]]
+            out["api_p99_ms"][s["metric"].get("verb", "?")] = [[round(t, 3), None if v is None else round(v * 1000, 3)] for t, v in pts]
+        qb = 'sum(rate(scheduler_schedule_attempts_total{result="scheduled"}[10s]))'
+        out["query_binding_rate"] = qb
+        res = self.range(qb, start, end, step_s, "binding rate over time")
+        out["binding_rate"] = [[round(float(t) - start, 3), _num(v)] for t, v in res[0]["values"]] if res else []
+        return out

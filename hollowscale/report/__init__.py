@@ -1,0 +1,30 @@
+"""Reports of a run: ``summary.json``, ``summary.md``, ``report.html``, ``junit.xml``, ``reports/latest``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hollowscale.report import html, junit, markdown
+from hollowscale.report.summary import finalize, load_summary, update_latest, write_json
+
+__all__ = ["finalize", "load_summary", "update_latest", "write_json", "write_report"]
+
+
+def write_report(run_dir: Path, summary: dict[str, Any], series: dict[str, Any],
+                 prom_series: dict[str, Any] | None) -> dict[str, Path]:
+    """Write every report file of a (finalized) summary into ``run_dir``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "summary.json": run_dir / "summary.json",
+        "series.json": run_dir / "series.json",
+        "summary.md": run_dir / "summary.md",
+        "report.html": run_dir / "report.html",
+        "junit.xml": run_dir / "junit.xml",
+    }
+    write_json(paths["series.json"], {"timeline": series, "prometheus": prom_series})
+    write_json(paths["summary.json"], summary)
+    paths["summary.md"].write_text(markdown.render(summary))
+    paths["junit.xml"].write_text(junit.render(summary))
+    paths["report.html"].write_text(html.render(summary, series, prom_series))
+    return paths
