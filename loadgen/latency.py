@@ -1,0 +1,90 @@
+"""Scheduling, start and completion latencies as Locust request events.
+
+One watcher (on the master, or the only process) follows the pods and jobs of the load namespace and
+fires, per pod, ``SCHEDULE`` (first seen -> bound to a node) and ``START`` (first seen -> Running), and
+per workload object ``COMPLETE`` (first seen -> Complete/Succeeded; a failure is reported as a failed
+request).  Times are the watcher's receive times in ms, so they show in Locust's stats tables, charts
+and CSV beside the create calls.  The orchestrator's timeline collector is the source of the report's
+figures; these events are the same view for someone driving Locust alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from loadgen.kubehttp import SYNC, list_then_watch, session_for
+from loadgen.workloads import LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
+
+
+class LatencyWatcher:
+    def __init__(self, environment: Any, endpoint: Any, namespace: str, run_id: str | None = None):
+        self.env = environment
+        self.endpoint = endpoint
+        self.namespace = namespace
+        self.selector = f"{LABEL_RUN}={run_id}" if run_id else LABEL_WORKLOAD
+        self._stop = threading.Event()
+        self.first_seen: dict[str, float] = {}
+        self.done: dict[str, set[str]] = {}
+        self.greenlets: list[Any] = []
+
+    def fire(self, kind: str, name: str, ms: float, failed: str | None = None) -> None:
+        self.env.events.request.fire(
+            request_type=kind, name=name, response_time=max(ms, 0.0), response_length=0,
+            exception=RuntimeError(failed) if failed else None, context={},
+        )
+
+    def start(self) -> None:
+        import gevent
+
+        self.greenlets = [gevent.spawn(self._pods), gevent.spawn(self._jobs)]
+
+    def stop(self) -> None:
+        self._stop.set()
+        for g in self.greenlets:
+            g.kill(block=False)
+
+    def _mark(self, uid: str, what: str) -> bool:
+        seen = self.done.setdefault(uid, set())
+        if what in seen:
+            return False
+        seen.add(what)
+        return True
+
+    def _pods(self) -> None:
+        s = session_for(self.endpoint, 1)
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        for typ, pod, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
+            if typ == SYNC or typ == "DELETED":
+                continue
+            meta = pod.get("metadata") or {}
+            uid = meta.get("uid", "")
+            labels = meta.get("labels") or {}
+            name = f"{labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
+            first = self.first_seen.setdefault(uid, t)
+            if (pod.get("spec") or {}).get("nodeName") and self._mark(uid, "sched"):
+                self.fire("SCHEDULE", name, t - first)
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Running", "Succeeded", "Failed") and self._mark(uid, "start"):
+                self.fire("START", name, t - first)
+            if not meta.get("ownerReferences") and phase in ("Succeeded", "Failed") and self._mark(uid, "done"):
+                self.fire("COMPLETE", f"Pod {name}", t - first, None if phase == "Succeeded" else "pod failed")
+
+    def _jobs(self) -> None:
+        s = session_for(self.endpoint, 1)
+        path = f"/apis/batch/v1/namespaces/{self.namespace}/jobs"
+        for typ, job, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
+            if typ == SYNC or typ == "DELETED":
+                continue
+            meta = job.get("metadata") or {}
+            uid = meta.get("uid", "")
+            labels = meta.get("labels") or {}
+            name = f"Job {labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
+            first = self.first_seen.setdefault(uid, t)
+            for c in (job.get("status") or {}).get("conditions") or []:
+                if c.get("status") != "True":
+                    continue
+                if c.get("type") == "Complete" and self._mark(uid, "done"):
+                    self.fire("COMPLETE", name, t - first)
+                elif c.get("type") == "Failed" and self._mark(uid, "done"):
+                    self.fire("COMPLETE", name, t - first, f"job failed: {c.get('reason')}")
