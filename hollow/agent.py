@@ -71,11 +71,9 @@ class Agent:
         return {"nodes": chosen, "count": len(chosen), "until": self.clock.wall() + duration_s}
 
     def _recover(self) -> None:
-        now_w = self.clock.wall()
         recovered = self.faults.recovered(self.clock.monotonic())
         for name in recovered:
-            self.nodes.nodes[name].ready_since = now_w
-            self.nodes.refresh_now(name)
+            self.nodes.refresh_now(name, transition=True)
             self.leases.renew_now(name)
             self.pods.replan_node(name)
         self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))

@@ -18,13 +18,13 @@ class ObjectMeta(TypedDict, total=False):
     ownerReferences: list[dict[str, Any]]
 
 
-class NodeCondition(TypedDict):
+class NodeCondition(TypedDict, total=False):
     type: str
     status: str
     reason: str
     message: str
     lastHeartbeatTime: str
-    lastTransitionTime: str
+    lastTransitionTime: str  # left out of heartbeats so the stored transition time is kept
 
 
 class NodeStatus(TypedDict, total=False):

@@ -136,7 +136,7 @@ class LeaseManager:
         state.last_renew = acked
         if gap > 0.6 * self.hb.node_monitor_grace_s:
             # long enough without a heartbeat that the node controller may have marked it NotReady
-            self.nodes.refresh_now(name)
+            self.nodes.refresh_now(name, transition=True)
 
     def take_recent_lags(self) -> list[float]:
         """Lags recorded since the last call (for the self-monitor's p99)."""

@@ -72,15 +72,23 @@ def node_labels(slot: NodeSlot) -> dict[str, str]:
     return labels
 
 
-def conditions(now_wall: float, ready_since: float) -> list[NodeCondition]:
-    """The four kubelet conditions, heartbeat ``now_wall``, transition ``ready_since``."""
+def conditions(now_wall: float, transition: float | None) -> list[NodeCondition]:
+    """The four kubelet conditions with heartbeat ``now_wall``.
+
+    ``transition`` sets ``lastTransitionTime``; None leaves it out, so a strategic merge (key ``type``)
+    keeps the time already stored: a heartbeat or a re-adoption does not look like a Ready flap.
+    """
     hb = rfc3339(now_wall)
-    tr = rfc3339(ready_since)
-    return [NodeCondition(type=t, status=s, reason=r, message=m, lastHeartbeatTime=hb, lastTransitionTime=tr)
-            for t, s, r, m in _CONDITIONS]
+    out = []
+    for t, s, r, m in _CONDITIONS:
+        c = NodeCondition(type=t, status=s, reason=r, message=m, lastHeartbeatTime=hb)
+        if transition is not None:
+            c["lastTransitionTime"] = rfc3339(transition)
+        out.append(c)
+    return out
 
 
-def node_status(slot: NodeSlot, now_wall: float, ready_since: float, identity: NodeIdentity) -> NodeStatus:
+def node_status(slot: NodeSlot, now_wall: float, ready_since: float | None, identity: NodeIdentity) -> NodeStatus:
     """The full status a kubelet would post."""
     pool = slot.pool
     machine = f"{slot.ordinal:032x}"
@@ -123,14 +131,17 @@ def node_body(slot: NodeSlot, now_wall: float, identity: NodeIdentity) -> NodeBo
     )
 
 
-def heartbeat_patch(now_wall: float, ready_since: float) -> NodeStatusPatch:
-    """Strategic merge patch of ``nodes/NAME/status`` that refreshes the conditions (merge key ``type``)."""
+def heartbeat_patch(now_wall: float, ready_since: float | None = None) -> NodeStatusPatch:
+    """Strategic merge patch of ``nodes/NAME/status`` that refreshes the conditions (merge key ``type``).
+
+    ``ready_since`` only when the node comes back from NotReady (the transition happens now).
+    """
     return NodeStatusPatch(status=NodeStatus(conditions=conditions(now_wall, ready_since)))
 
 
-def adopt_patch(slot: NodeSlot, now_wall: float, ready_since: float, identity: NodeIdentity) -> NodeStatusPatch:
-    """Status patch for a node that already exists (agent restart): full status, Ready now."""
-    return NodeStatusPatch(status=node_status(slot, now_wall, ready_since, identity))
+def adopt_patch(slot: NodeSlot, now_wall: float, identity: NodeIdentity) -> NodeStatusPatch:
+    """Status patch for a node that already exists (agent restart): full status, transition time kept."""
+    return NodeStatusPatch(status=node_status(slot, now_wall, None, identity))
 
 
 def lease_body(name: str, node_uid: str, duration_s: int, now_wall: float) -> LeaseBody:

@@ -36,14 +36,15 @@ class NodeState:
     Attributes:
         slot: identity, addresses, pool.
         uid: the Node's uid once registered ('' before).
-        ready_since: wall seconds of the Ready condition's last transition to True.
+        ready_since: wall seconds of a Ready transition the next status patch must report (after a
+            heartbeat gap or a fault), else None (the stored transition time is kept).
         last_renew: monotonic seconds of the last acknowledged lease renewal (0 = never).
         lease_exists: the Lease is known to exist (renew by PATCH, not POST).
     """
 
     slot: NodeSlot
     uid: str = ""
-    ready_since: float = 0.0
+    ready_since: float | None = None
     last_renew: float = 0.0
     lease_exists: bool = False
 
@@ -80,16 +81,14 @@ class NodeManager:
                                           body=node_body(slot, now, self.settings.identity))
             if resp.status == 201:
                 state.uid = resp.json()["metadata"]["uid"]
-                state.ready_since = now
                 self.metrics.node_registrations.labels("created").inc()
                 return
             if resp.status == 409:
-                patch = adopt_patch(slot, now, now, self.settings.identity)
+                patch = adopt_patch(slot, now, self.settings.identity)
                 resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{slot.name}/status",
                                               body=patch, content_type=STRATEGIC_MERGE_PATCH)
                 if resp.ok:
                     state.uid = resp.json()["metadata"]["uid"]
-                    state.ready_since = now
                     self.metrics.node_registrations.labels("adopted").inc()
                     return
                 if resp.status == 404:  # deleted between our POST and PATCH: create again
@@ -129,8 +128,13 @@ class NodeManager:
     def _fire_status(self, name: str, due: float) -> None:
         self._spawn(self._refresh(name))
 
-    def refresh_now(self, name: str) -> None:
-        """Post the node's Ready status right away (after a heartbeat gap or a fault)."""
+    def refresh_now(self, name: str, transition: bool = False) -> None:
+        """Post the node's Ready status right away (after a heartbeat gap or a fault).
+
+        ``transition``: the node was (probably) marked NotReady, so Ready becomes True *now*.
+        """
+        if transition:
+            self.nodes[name].ready_since = self.clock.wall()
         self._status.schedule(name, self.clock.monotonic())
 
     async def _refresh(self, name: str) -> None:
@@ -141,10 +145,12 @@ class NodeManager:
             self._status.schedule(name, now_m + interval)
             return
         now = self.clock.wall()
+        since = state.ready_since
         resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{name}/status",
-                                      body=heartbeat_patch(now, state.ready_since or now),
-                                      content_type=STRATEGIC_MERGE_PATCH)
+                                      body=heartbeat_patch(now, since), content_type=STRATEGIC_MERGE_PATCH)
         if resp.ok:
+            if state.ready_since == since:
+                state.ready_since = None
             self.metrics.node_status_updates.labels("ok").inc()
             self._status.schedule(name, self.clock.monotonic() + interval)
             return

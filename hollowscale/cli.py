@@ -47,9 +47,9 @@ def setup() -> None:
     except BuildError as exc:
         console.print(f"[red]error:[/red] {exc}")
         sys.exit(1)
+    console.print(f"control plane binaries ready ({time.monotonic() - started:.1f}s):")
     for path in bins.__dict__.values():
         click.echo(path)
-    console.print(f"control plane binaries ready ({time.monotonic() - started:.1f}s)")
 
 
 @main.group()

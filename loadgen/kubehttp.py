@@ -48,6 +48,9 @@ def ssl_context_factory(endpoint: KubeEndpoint) -> Callable[..., Any]:
 def session_for(endpoint: KubeEndpoint, pool: int = 4) -> requests.Session:
     """A requests session authenticated like the kubeconfig says."""
     s = requests.Session()
+    # REQUESTS_CA_BUNDLE / proxy variables must not override the kubeconfig's CA (requests lets the
+    # environment win over Session.verify) nor send loopback traffic to a proxy
+    s.trust_env = False
     if endpoint.cert_file and endpoint.key_file:
         s.cert = (endpoint.cert_file, endpoint.key_file)
     s.verify = False if endpoint.insecure else (endpoint.ca_file or True)

@@ -160,8 +160,12 @@ def _ldflags() -> str:
 
 
 def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, what: str,
-                progress: ProgressFn | None) -> None:
-    """Build ``packages`` in a fresh module dir and move the outputs to ``final_dir`` atomically."""
+                progress: ProgressFn | None, rename: dict[str, str] | None = None) -> None:
+    """Build ``packages`` in a fresh module dir and move the outputs to ``final_dir`` atomically.
+
+    ``rename`` maps Go's output names to ours (``go build`` names a binary after the last element
+    of its package path without the major-version suffix: ``go.etcd.io/etcd/server/v3`` -> ``server``).
+    """
     final_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".build-{final_dir.name}-", dir=final_dir.parent))
     try:
@@ -171,6 +175,8 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
         started = time.monotonic()
         _run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out) + "/", *packages],
                 work, progress, what)
+        for built, wanted in (rename or {}).items():
+            (out / built).rename(out / wanted)
         (out / "BUILD-INFO.json").write_text(json.dumps({
             "packages": packages,
             "go": subprocess.run([_go(), "version"], capture_output=True, text=True).stdout.strip(),
@@ -200,10 +206,7 @@ def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None
             f"require go.etcd.io/etcd/server/v3 {ETCD_VERSION}", "",
         ])
         _build_into(bins.etcd.parent, gomod, ["go.etcd.io/etcd/server/v3"], "-s -w",
-                    f"building etcd {ETCD_VERSION}", progress)
-        built = bins.etcd.parent / "v3"
-        if built.exists():  # `go build -o dir/` names the binary after the last path element
-            built.rename(bins.etcd)
+                    f"building etcd {ETCD_VERSION}", progress, rename={"server": "etcd"})
     missing = bins.missing()
     if missing:
         raise BuildError(f"build finished but these binaries are missing: {', '.join(map(str, missing))}")

@@ -73,6 +73,7 @@ def test_node_body_has_full_status() -> None:
     assert body["spec"]["podCIDR"] == "10.0.0.0/24" and body["spec"]["taints"] == [{"key": "gpu", "effect": "NoSchedule"}]
     hb = heartbeat_patch(1_700_000_100.0, 1_700_000_000.0)["status"]["conditions"]
     assert hb[3]["lastHeartbeatTime"] == "2023-11-14T22:15:00Z" and hb[3]["lastTransitionTime"] == "2023-11-14T22:13:20Z"
+    assert "lastTransitionTime" not in heartbeat_patch(1_700_000_100.0)["status"]["conditions"][3]
     lease = lease_body("v100-0", "uid-1", 40, 1_700_000_000.5)
     assert lease["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
     assert lease["spec"]["renewTime"] == "2023-11-14T22:13:20.500000Z"
