@@ -41,6 +41,7 @@ def machine_facts() -> dict[str, Any]:
             "os": platform.platform(),
             "python": platform.python_version(),
             "go": go,
+            "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
         },
         "versions": {"kubernetes": KUBERNETES_VERSION, "etcd": ETCD_VERSION},
     }
