@@ -147,6 +147,20 @@ class PrometheusServer:
                 h if h == "up" else f"{h}: {t.get('lastError', '')}")
         return out
 
+    def wait_scraped(self, timeout_s: float = 30.0) -> dict[str, str]:
+        """Wait until every target has been scraped successfully once (bounded); returns the health."""
+        deadline = time.monotonic() + timeout_s
+        health: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            try:
+                health = self.targets_health()
+            except OSError:
+                health = {}
+            if health and all(h == "up" for h in health.values()):
+                return health
+            time.sleep(0.5)
+        return health
+
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
@@ -236,6 +250,10 @@ class PromQueries:
                 out["queries"][f"slo.{name}.p{q}"] = query
                 v = self.scalar(query, end, f"API latency p{q}, SLO group {name}")
                 out["slo_groups"][name][f"p{q}"] = None if v is None else round(v * 1000, 3)
+            cq = f"sum(increase({API_SLI.removesuffix('_bucket')}_count{{{sel}}}[{w}]))"
+            out["queries"][f"slo.{name}.count"] = cq
+            c = self.scalar(cq, end, f"API requests, SLO group {name}")
+            out["slo_groups"][name]["count"] = None if c is None else round(c, 1)
         return out
 
     def scheduler(self, start: float, end: float) -> dict[str, Any]:
@@ -256,7 +274,10 @@ class PromQueries:
 
     def bindings(self, start: float, end: float) -> dict[str, Any]:
         """Pods bound between ``start`` and ``end``: the scheduler's counter at both ends (no extrapolation)."""
-        q = 'sum(scheduler_schedule_attempts_total{result="scheduled"})'
+        # the labelled counter only exists after the first binding: while the scheduler is scraped
+        # and the series is absent, the count is 0 (and no value at all when it is not scraped)
+        q = ('sum(scheduler_schedule_attempts_total{result="scheduled"}) '
+             'or on() (0 * max(up{job="scheduler"} == 1))')
         a = self.scalar(q, start, "binding counter at window start")
         b = self.scalar(q, end, "binding counter at window end")
         count = None if a is None or b is None else b - a

@@ -201,7 +201,8 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
             ["attempts by result", html.escape(json.dumps(sched.get("attempts_by_result")))],
             ["attempt duration p50 / p99 (ms)", f"{_v((sched.get('attempt_duration_ms') or {}).get('p50'))} / "
                                                 f"{_v((sched.get('attempt_duration_ms') or {}).get('p99'))}"]]))
-    comps = (m.get("components") or {}).get("by_job") or {}
+    comps = dict((m.get("components") or {}).get("by_job") or {})
+    comps.update({f"{k} (psutil)": v for k, v in (m.get("harness_processes") or {}).items()})
     if comps:
         parts.append("<h2>Components: CPU and memory</h2>")
         parts.append(_table(["component", "CPU cores (avg)", "RSS MiB (max)"],

@@ -1,0 +1,85 @@
+"""``hollowscale run``, ``hollowscale validate`` and ``hollowscale compare`` (mounted by hollowscale.cli)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+
+@click.command("run")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--out", "out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Reports folder: the run writes OUT/<run-id>/ and points OUT/latest at it.")
+@click.option("--keep-cluster", is_flag=True, help="Leave a local cluster this run started running afterwards.")
+@click.option("--locust-processes", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Locust processes (locust --processes N) submitting the load.")
+@click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
+def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool) -> None:
+    """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete."""
+    from hollowscale.run import Runner
+    from hollowscale.scenario import ScenarioError, load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+    except ScenarioError as exc:
+        raise click.ClickException(f"invalid scenario:\n{exc}") from None
+    runner = Runner(sc, Path(out), keep_cluster=keep_cluster, quiet=quiet, locust_processes=locust_processes)
+    code = runner.run()
+    s = runner.summary
+    console = Console()
+    console.print((runner.run_dir / "summary.md").read_text(), markup=False, highlight=False)
+    verdict = "PASSED" if s.get("passed") else ("INCOMPLETE" if not s.get("complete") else "FAILED")
+    click.echo(f"report: {runner.run_dir} ({verdict}; exit {code})")
+    sys.exit(code)
+
+
+@click.command("validate")
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate_cmd(scenarios: tuple[str, ...]) -> None:
+    """Validate scenario files; print every problem (file, field path, what was expected)."""
+    from hollowscale.scenario import ScenarioError, load_scenario
+
+    bad = 0
+    for path in scenarios:
+        try:
+            sc = load_scenario(path)
+        except ScenarioError as exc:
+            bad += 1
+            click.echo(str(exc), err=True)
+            continue
+        click.echo(f"{path}: ok - scenario {sc.name!r}: {sc.nodes_total} nodes ({sc.gpus_total:g} GPUs) in "
+                   f"{len(sc.pools)} pools, {len(sc.workloads)} workloads, {sc.arrival.curve} arrival over "
+                   f"{sc.arrival.duration_s:g}s (~{sc.arrival.expected_instances():.0f} instances), "
+                   f"{len(sc.faults)} faults, {len(sc.slos)} SLOs")
+    if bad:
+        sys.exit(1)
+
+
+@click.command("compare")
+@click.argument("base", type=click.Path(exists=True))
+@click.argument("new", type=click.Path(exists=True))
+@click.option("--max-regression", "max_regression", default=10.0, show_default=True, type=float,
+              help="Fail when a figure gets worse by more than this many percent of the baseline.")
+def compare_cmd(base: str, new: str, max_regression: float) -> None:
+    """Compare two run folders (or summary.json files) side by side; exit 1 on a regression."""
+    from hollowscale.report.compare import compare, render_table
+    from hollowscale.report.summary import load_summary
+
+    try:
+        b, n = load_summary(Path(base)), load_summary(Path(new))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    rows, problems = compare(b, n, max_regression)
+    console = Console(width=140)
+    if b.get("scenario") != n.get("scenario"):
+        console.print(f"[yellow]note: comparing different scenarios ({b.get('scenario')} vs {n.get('scenario')})[/yellow]")
+    console.print(render_table(rows, str(b.get("run_id", base)), str(n.get("run_id", new))))
+    if problems:
+        console.print(f"[red]{len(problems)} regression(s) beyond {max_regression:g}%:[/red]")
+        for p in problems:
+            console.print(f"  - {p}", markup=False)
+        sys.exit(1)
+    console.print(f"no regression beyond {max_regression:g}%")

@@ -1,0 +1,116 @@
+"""The smoke scenario end to end on the real local control plane: agents, Prometheus, Locust, report.
+
+Also: the partial report on interruption (SIGINT mid-load) with no process left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hollowscale.report.browser import check_page
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+def scenario_on(cluster, tmp_path: Path, name: str, **changes) -> Path:  # type: ignore[no-untyped-def]
+    doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    doc["cluster"]["dir"] = str(cluster.dir)  # reuse the session's cluster; the run must not stop it
+    doc["cluster"]["namespace"] = name
+    for k, v in changes.items():
+        doc[k] = v
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def test_smoke_end_to_end(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    scen = scenario_on(cluster, tmp_path, "smoke-e2e")
+    out = tmp_path / "reports"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "hollowscale.run_cli_main", str(scen), "--out", str(out), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400)
+    run_dir = (out / "latest").resolve()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"], (summary.get("incomplete_reason"), r.stdout[-3000:], r.stderr[-3000:])
+    m = summary["measurements"]
+    sc_nodes = 30
+    assert summary["cluster"]["nodes_ready"] == sc_nodes
+    jobs = m["jobs"]
+    # every submitted workload object finished, and it matches what Locust says it created
+    assert jobs["submitted"] >= 10 and jobs["unfinished"] == 0 and jobs["failed"] == 0
+    locust = summary["load"]["locust"]["by_type"]
+    assert locust["POST"]["failures"] == 0
+    assert locust["POST"]["requests"] == jobs["submitted"]
+    assert m["pods"]["created"] == m["pods"]["scheduled"] == m["pods"]["started"] == m["pods"]["succeeded"]
+    assert 0 < m["pod_startup_latency_ms"]["p50"] <= m["pod_startup_latency_ms"]["p99"]
+    assert m["scheduling_throughput_pods_per_s"]["avg"] > 0
+    assert m["gpu_allocation_pct"]["max"] > 0
+    # Prometheus figures with their queries; the cross-check agrees
+    assert {"POST", "GET"} <= set(m["api_latency_ms"]) and m["api_latency_ms"]["POST"]["p99"] > 0
+    assert m["crosscheck"]["agree"] is True, m["crosscheck"]
+    assert m["crosscheck"]["prometheus_bound"] == m["pods"]["scheduled"]
+    assert any("apiserver_request_sli_duration_seconds" in q["query"] for q in summary["sources"]["promql"])
+    assert all(v == "up" for v in summary["prometheus"]["targets"].values()), summary["prometheus"]["targets"]
+    assert set(m["components"]["by_job"]) >= {"apiserver", "scheduler", "controller-manager", "etcd", "hollow-agents"}
+    # verdict and exit code agree
+    assert r.returncode == (0 if summary["passed"] else 1), r.stdout[-2000:]
+    for f in ("summary.md", "report.html", "junit.xml", "timeline_pods.csv", "locust/locust_stats.csv", "locust/locust.html"):
+        assert (run_dir / f).stat().st_size > 0, f
+    check = check_page(run_dir / "report.html", run_dir / "report.png")
+    assert check.errors == [] and check.plots == 6
+    # nothing of the run is left behind, and the session's cluster still runs
+    reg = json.loads((run_dir / "pids.json").read_text())
+    assert not [c for c in reg["children"] if alive(c["pid"])]
+    assert all(alive(pid) for pid in cluster.pids.values())
+    assert time.monotonic() - t0 < 300
+
+
+def test_interrupt_writes_partial_report(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    scen = scenario_on(cluster, tmp_path, "smoke-interrupt",
+                       arrival={"curve": "constant", "rate": 1.0, "duration_s": "60s", "per_user_rate": 0.5})
+    out = tmp_path / "reports"
+    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run_cli_main", str(scen), "--out", str(out), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    reg_path = None
+    while time.monotonic() < deadline:  # wait until Locust is submitting
+        regs = list(out.glob("*/pids.json"))
+        if regs and any(c["name"] == "locust" for c in json.loads(regs[0].read_text())["children"]):
+            reg_path = regs[0]
+            break
+        time.sleep(0.5)
+    assert reg_path is not None, "the run never reached the load phase"
+    time.sleep(8)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 130, output[-3000:]
+    summary = json.loads((reg_path.parent / "summary.json").read_text())
+    assert summary["complete"] is False and "SIGINT" in summary["incomplete_reason"]
+    assert summary["passed"] is False
+    assert summary["measurements"]["jobs"]["submitted"] > 0  # the part that ran is measured
+    assert (reg_path.parent / "report.html").exists()
+    junit = (reg_path.parent / "junit.xml").read_text()
+    assert "<error" in junit
+    reg = json.loads(reg_path.read_text())
+    assert {c["name"] for c in reg["children"]} >= {"agent-0", "locust"}
+    leftovers = [c for c in reg["children"] if alive(c["pid"])] + [
+        n for n, pid in reg["other"].items() if n == "prometheus" and alive(pid)]
+    assert not leftovers
