@@ -69,7 +69,9 @@ def test_smoke_end_to_end(cluster, tmp_path: Path) -> None:  # type: ignore[no-u
     assert m["crosscheck"]["prometheus_bound"] == m["pods"]["scheduled"]
     assert any("apiserver_request_sli_duration_seconds" in q["query"] for q in summary["sources"]["promql"])
     assert all(v == "up" for v in summary["prometheus"]["targets"].values()), summary["prometheus"]["targets"]
-    assert set(m["components"]["by_job"]) >= {"apiserver", "scheduler", "controller-manager", "etcd", "hollow-agents"}
+    assert set(m["components"]["by_job"]) >= {"apiserver", "scheduler", "controller-manager", "etcd"}
+    assert all(v["cpu_cores_avg"] > 0 for v in m["components"]["by_job"].values() if v["cpu_cores_avg"] is not None)
+    assert m["harness_processes"]["agent-0"]["cpu_cores_avg"] > 0 and m["harness_processes"]["locust"]["cpu_cores_avg"] > 0
     # verdict and exit code agree
     assert r.returncode == (0 if summary["passed"] else 1), r.stdout[-2000:]
     for f in ("summary.md", "report.html", "junit.xml", "timeline_pods.csv", "locust/locust_stats.csv", "locust/locust.html"):
