@@ -25,18 +25,18 @@ from typing import Any
 # locust -f loads this file by path: make the repository importable for `loadgen.*`
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import gevent  # noqa: E402
-import orjson  # noqa: E402
-from locust import events, task  # noqa: E402
-from locust.contrib.fasthttp import FastHttpUser  # noqa: E402
-from locust.runners import WorkerRunner  # noqa: E402
+import gevent
+import orjson
+from locust import events, task
+from locust.contrib.fasthttp import FastHttpUser
+from locust.runners import WorkerRunner
 
-from hollowscale.kube import load_endpoint  # noqa: E402
-from loadgen.kubehttp import ensure_namespace, ssl_context_factory  # noqa: E402
-from loadgen.latency import LatencyWatcher  # noqa: E402
-from loadgen.shapes import make_shape_class  # noqa: E402
-from loadgen.spec import load_spec  # noqa: E402
-from loadgen.workloads import LABEL_RUN, WorkloadMix  # noqa: E402
+from hollowscale.kube import load_endpoint
+from loadgen.kubehttp import ensure_namespace, ssl_context_factory
+from loadgen.latency import LatencyWatcher
+from loadgen.shapes import make_shape_class
+from loadgen.spec import load_spec
+from loadgen.workloads import LABEL_RUN, WorkloadMix
 
 log = logging.getLogger("loadgen")
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}

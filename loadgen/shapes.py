@@ -49,7 +49,7 @@ def users_at(arrival: dict[str, Any], t: float) -> int:
 
 def expected_instances(arrival: dict[str, Any], dt: float = 0.1) -> float:
     """Area under the curve (what a load generator that keeps up submits)."""
-    n = int(math.ceil(float(arrival["duration_s"]) / dt))
+    n = math.ceil(float(arrival["duration_s"]) / dt)
     return sum(rate_at(arrival, (i + 0.5) * dt) * dt for i in range(n))
 
 

@@ -74,7 +74,7 @@ def series(pods: Sequence[PodRecord], gpus_total: float, start_ms: float, end_ms
            step_s: float = 1.0) -> dict[str, list[Any]]:
     """Time series for the report: t (s from start), scheduled/s, pending, running, GPU %, startup p50/p99."""
     step = step_s * 1000.0
-    n = max(1, int(math.ceil((end_ms - start_ms) / step)) + 1)
+    n = max(1, math.ceil((end_ms - start_ms) / step) + 1)
     t = [round(i * step_s, 3) for i in range(n)]
     sched = [0] * n
     delta_pending = [0] * (n + 1)
@@ -83,7 +83,7 @@ def series(pods: Sequence[PodRecord], gpus_total: float, start_ms: float, end_ms
     lat_by_bucket: list[list[float]] = [[] for _ in range(n)]
 
     def idx(ms: float) -> int:
-        return max(0, min(n, int(math.ceil((ms - start_ms) / step))))
+        return max(0, min(n, math.ceil((ms - start_ms) / step)))
 
     for p in pods:
         end_p = p.deleted_ms
@@ -119,7 +119,7 @@ def series(pods: Sequence[PodRecord], gpus_total: float, start_ms: float, end_ms
         running.append(acc_r)
         gpu.append(round(100.0 * acc_g / gpus_total, 3) if gpus_total else 0.0)
     # startup latency percentiles over a sliding window of 10 samples, so sparse seconds still plot
-    win = max(1, int(round(10.0 / step_s)))
+    win = max(1, round(10.0 / step_s))
     p50, p99 = [], []
     for i in range(n):
         vals = [v for b in lat_by_bucket[max(0, i - win + 1): i + 1] for v in b]

@@ -18,6 +18,7 @@ import subprocess
 import time
 import urllib.parse
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def targets_from_metrics(metrics: dict[str, str], ca: str | None, cert: str | No
 
 
 def scrape_config(targets: list[Target], interval_s: float) -> dict[str, Any]:
-    iv = f"{max(1, int(round(interval_s * 1000)))}ms"
+    iv = f"{max(1, round(interval_s * 1000))}ms"
     jobs = []
     for t in targets:
         job: dict[str, Any] = {
@@ -206,11 +207,11 @@ class PromQueries:
         return _num(res[0]["value"][1]) if res else None
 
     def range(self, query: str, start: float, end: float, step_s: float, purpose: str) -> list[dict[str, Any]]:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         res = self.api.custom_query_range(
-            query=query, start_time=datetime.fromtimestamp(start, timezone.utc),
-            end_time=datetime.fromtimestamp(end, timezone.utc), step=f"{max(step_s, 0.001):g}s")
+            query=query, start_time=datetime.fromtimestamp(start, UTC),
+            end_time=datetime.fromtimestamp(end, UTC), step=f"{max(step_s, 0.001):g}s")
         self.log.append({"query": query, "start": start, "end": end, "step_s": step_s, "purpose": purpose,
                          "result_series": len(res)})
         return res
@@ -218,7 +219,7 @@ class PromQueries:
     # ------------------------------------------------------------------------------------- figures
     def api_latency(self, start: float, end: float) -> dict[str, Any]:
         """apiserver SLI latency p50/p99 (ms) by verb, by (verb, resource) and by SLO group."""
-        w = f"{max(1, int(math.ceil(end - start)))}s"
+        w = f"{max(1, math.ceil(end - start))}s"
         out: dict[str, Any] = {"by_verb": {}, "by_verb_resource": [], "slo_groups": {}, "queries": {}}
         for q in (50, 99):
             query = (f"histogram_quantile({q / 100}, sum by (verb, le) "
@@ -257,7 +258,7 @@ class PromQueries:
         return out
 
     def scheduler(self, start: float, end: float) -> dict[str, Any]:
-        w = f"{max(1, int(math.ceil(end - start)))}s"
+        w = f"{max(1, math.ceil(end - start))}s"
         q_att = f"sum by (result) (increase(scheduler_schedule_attempts_total[{w}]))"
         results = {s["metric"].get("result", "?"): round(_num(s["value"][1]) or 0.0, 1)
                    for s in self.instant(q_att, end, "scheduler attempts by result")}
@@ -284,7 +285,7 @@ class PromQueries:
         return {"query": q, "start": start, "end": end, "counter_start": a, "counter_end": b, "bound": count}
 
     def components(self, start: float, end: float) -> dict[str, Any]:
-        w = f"{max(1, int(math.ceil(end - start)))}s"
+        w = f"{max(1, math.ceil(end - start))}s"
         q_cpu = f"sum by (job) (rate(process_cpu_seconds_total[{w}]))"
         q_mem = f"sum by (job) (max_over_time(process_resident_memory_bytes[{w}]))"
         cpu = {s["metric"].get("job", "?"): round(_num(s["value"][1]) or 0.0, 4) for s in self.instant(q_cpu, end, "CPU cores")}

@@ -62,7 +62,7 @@ def compare(base: dict[str, Any], new: dict[str, Any], max_regression_pct: float
     """Rows for every figure, and the list of regression messages (empty = no regression)."""
     mb, mn = base.get("measurements") or {}, new.get("measurements") or {}
     figures = list(FIGURES)
-    verbs = sorted(set((mb.get("api_latency_ms") or {})) | set((mn.get("api_latency_ms") or {})))
+    verbs = sorted(set(mb.get("api_latency_ms") or {}) | set(mn.get("api_latency_ms") or {}))
     figures += [(f"api_latency_ms.{v}.p99", LOWER) for v in verbs]
     rows: list[Row] = []
     problems: list[str] = []

@@ -7,6 +7,7 @@ registry (``pids.json`` in the run folder) lists what was started so a test can 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -34,23 +35,17 @@ class Child:
     def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal the child's process group, wait ``grace_s``, then SIGKILL the group."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
             try:
                 self.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 self.proc.wait(timeout=10)
         # leftovers of the group (e.g. locust --processes workers) go too
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         return self.proc.returncode
 
 

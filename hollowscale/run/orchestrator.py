@@ -37,7 +37,7 @@ import yaml
 from hollowscale import __version__
 from hollowscale.kube import KubeEndpoint, load_endpoint
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
-from hollowscale.measure.prom import PromQueries, PrometheusServer, Target, free_port, targets_from_metrics
+from hollowscale.measure.prom import PrometheusServer, PromQueries, Target, free_port, targets_from_metrics
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.children import Children
@@ -60,7 +60,7 @@ class ComponentCrashed(Exception):
 
 
 def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Runner:
@@ -478,10 +478,8 @@ class Runner:
         if self.collector is not None:
             self.collector.stop(timeout_s=8)
         for a in self.agents:  # SIGTERM: each agent deletes its nodes (--delete-nodes-on-exit)
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 a.proc.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         for a in self.agents:
             a.stop(grace_s=90)
         if self.prom is not None:

@@ -119,7 +119,7 @@ class Reader:
         required: bool = False,
     ) -> Any:
         v = self.raw(key, default, required)
-        if v is _MISSING or v is None and default is None:
+        if v is _MISSING or (v is None and default is None):
             return None if v is _MISSING else v
         if not isinstance(v, str):
             self.err(key, f"expected a string, got {_show(v)}")

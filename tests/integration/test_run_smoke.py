@@ -6,7 +6,6 @@ Also: the partial report on interruption (SIGINT mid-load) with no process left 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
