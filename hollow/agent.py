@@ -14,6 +14,7 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from hollow.api import ApiClient
@@ -147,12 +148,13 @@ def run_agent(endpoint: KubeEndpoint, pools: list[PoolSpec], settings: AgentSett
                 loop.add_signal_handler(sig, agent.stopping.set)
         await agent.run()
 
+    runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run
     try:
-        import uvloop  # optional: faster loop when installed
+        import uvloop  # a faster event loop (listed dependency; plain asyncio works too)
 
         runner = uvloop.run
     except ImportError:
-        runner = asyncio.run
+        pass
     try:
         runner(main())
     except KeyboardInterrupt:

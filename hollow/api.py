@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from hollow.metrics import Metrics
 from hollowscale.kube import KubeEndpoint
@@ -112,7 +113,7 @@ class ApiClient:
                 limit=self.settings.max_inflight + 16, limit_per_host=0,
                 ssl=self.endpoint.ssl_context() or False, keepalive_timeout=120, ttl_dns_cache=None)
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, json_serialize=lambda o: orjson.dumps(o).decode(),
+                connector=connector, headers=self._headers, cookie_jar=aiohttp.DummyCookieJar(), json_serialize=lambda o: orjson.dumps(o).decode(),
                 timeout=aiohttp.ClientTimeout(total=self.settings.request_timeout_s), auto_decompress=True,
                 read_bufsize=2**18)
 
@@ -155,7 +156,7 @@ class ApiClient:
         """
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
         headers = {"Content-Type": content_type} if data is not None else None
-        url = self._base + path
+        url = URL(self._base + path, encoded=True)  # paths are built from DNS names: nothing to quote
         s = self.settings
         attempts = s.max_attempts if retry else 1
         last = Response(0, b"")

@@ -7,7 +7,6 @@ Kubernetes objects (``renewTime``, ``startTime``).  A :class:`FakeClock` keeps b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -28,8 +27,8 @@ class Clock(Protocol):
         """Wait ``seconds`` (fake clocks advance instead)."""
         ...
 
-    async def wait_event(self, event: asyncio.Event, timeout: float) -> None:
-        """Wait until ``event`` is set or ``timeout`` seconds pass, whichever is first."""
+    async def wait_wake(self, wake: asyncio.Future[None], timeout: float) -> None:
+        """Wait until ``wake`` is resolved or ``timeout`` seconds pass, whichever is first."""
         ...
 
 
@@ -45,9 +44,15 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
 
-    async def wait_event(self, event: asyncio.Event, timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout=max(0.0, timeout))
+    async def wait_wake(self, wake: asyncio.Future[None], timeout: float) -> None:
+        # a timer handle on the future itself: no extra task per wait (asyncio.wait_for makes one)
+        if wake.done():
+            return
+        handle = asyncio.get_running_loop().call_later(max(0.0, timeout), _resolve, wake)
+        try:
+            await wake
+        finally:
+            handle.cancel()
 
 
 class FakeClock:
@@ -75,13 +80,18 @@ class FakeClock:
         self.advance(seconds)
         await asyncio.sleep(0)
 
-    async def wait_event(self, event: asyncio.Event, timeout: float) -> None:
+    async def wait_wake(self, wake: asyncio.Future[None], timeout: float) -> None:
         # let tasks that are ready run first, at the current time, as they would on a real loop
         for _ in range(3):
             await asyncio.sleep(0)
-        if not event.is_set():
+        if not wake.done():
             self.advance(timeout)
         await asyncio.sleep(0)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def rfc3339(wall: float) -> str:
@@ -89,9 +99,19 @@ def rfc3339(wall: float) -> str:
     return datetime.fromtimestamp(int(wall), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_micro_cache: list[object] = [-1, ""]
+
+
 def rfc3339_micro(wall: float) -> str:
-    """``2024-05-01T12:00:00.123456Z`` (Kubernetes ``MicroTime``, used by Leases)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``2024-05-01T12:00:00.123456Z`` (Kubernetes ``MicroTime``, used by Leases).
+
+    A thousand renewals a second share the date part, so it is formatted once per second.
+    """
+    second = int(wall)
+    if _micro_cache[0] != second:
+        _micro_cache[0] = second
+        _micro_cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_micro_cache[1]}.{int((wall - second) * 1e6):06d}Z"
 
 
 def parse_rfc3339(text: str) -> float:

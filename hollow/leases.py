@@ -19,7 +19,7 @@ from hollow.api import MERGE_PATCH, ApiClient
 from hollow.clock import Clock
 from hollow.faults import FaultState
 from hollow.metrics import Metrics
-from hollow.nodebody import LEASE_NAMESPACE, lease_body, lease_renew_patch
+from hollow.nodebody import LEASE_NAMESPACE, lease_body, lease_renew_bytes
 from hollow.nodes import NodeManager
 from hollow.settings import HeartbeatSettings
 from hollow.timers import TimerLoop
@@ -108,7 +108,7 @@ class LeaseManager:
         created = False
         if state.lease_exists:
             resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}",
-                                          body=lease_renew_patch(now), content_type=MERGE_PATCH)
+                                          body=lease_renew_bytes(now), content_type=MERGE_PATCH)
             ok = resp.ok
             if resp.status == 404:
                 state.lease_exists = False
@@ -120,7 +120,7 @@ class LeaseManager:
                 ok = created = True
             elif resp.status == 409:
                 resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}",
-                                              body=lease_renew_patch(now), content_type=MERGE_PATCH)
+                                              body=lease_renew_bytes(now), content_type=MERGE_PATCH)
                 ok = resp.ok
         if not ok:
             self._err.inc()

@@ -158,3 +158,9 @@ def lease_body(name: str, node_uid: str, duration_s: int, now_wall: float) -> Le
 def lease_renew_patch(now_wall: float) -> LeaseRenewPatch:
     """Merge patch that moves ``spec.renewTime`` (the only field a renewal changes)."""
     return LeaseRenewPatch(spec={"renewTime": rfc3339_micro(now_wall)})
+
+
+def lease_renew_bytes(now_wall: float) -> bytes:
+    """:func:`lease_renew_patch` pre-encoded (the hottest body of the agent: ~1,000/s at 10k nodes)."""
+    return b'{"spec":{"renewTime":"' + rfc3339_micro(now_wall).encode() + b'"}}'
+

@@ -88,20 +88,21 @@ class TimerLoop(Generic[K]):
     """
 
     def __init__(self, clock: Clock, fire: Callable[[K, float], None], max_sleep: float = 1.0,
-                 batch: int = 2000) -> None:
+                 batch: int = 2000, coalesce: float = 0.005) -> None:
         self.queue: TimerQueue[K] = TimerQueue()
         self._clock = clock
         self._fire = fire
-        self._wake = asyncio.Event()
+        self._wake: asyncio.Future[None] | None = None
         self.max_sleep = max_sleep
         self.batch = batch
+        self.coalesce = coalesce
 
     def schedule(self, key: K, due: float) -> None:
         """Set the deadline of ``key`` and wake the loop if it is earlier than the current one."""
         nxt = self.queue.next_due()
         self.queue.schedule(key, due)
-        if nxt is None or due < nxt:
-            self._wake.set()
+        if (nxt is None or due < nxt) and self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
 
     def cancel(self, key: K) -> None:
         """Forget ``key``."""
@@ -125,5 +126,5 @@ class TimerLoop(Generic[K]):
             if delay <= 0:
                 await asyncio.sleep(0)
                 continue
-            self._wake.clear()
-            await self._clock.wait_event(self._wake, delay)
+            self._wake = asyncio.get_running_loop().create_future()
+            await self._clock.wait_wake(self._wake, max(delay, self.coalesce))
