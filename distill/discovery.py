@@ -1,0 +1,217 @@
+"""Where teachers come from: a static list, or a Kubernetes Service's EndpointSlices.
+
+A source reports the *complete* current set of teacher base URLs through a callback every
+time it changes; the reader diffs it against what it knows. Readiness of each URL is the
+reader's job (it probes ``/readyz``), not the source's: an endpoint listed as ready by
+Kubernetes can still be dead by the time we send to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+log = logging.getLogger("distill.discovery")
+
+OnChange = Callable[[frozenset[str]], None]
+
+
+class TeacherSource(Protocol):
+    """Anything that can tell the reader which teachers exist."""
+
+    def start(self, on_change: OnChange) -> None:
+        """Begin reporting; ``on_change`` may be called from any thread."""
+
+    def stop(self) -> None:
+        """Stop reporting and release resources."""
+
+    def describe(self) -> str:
+        """Human-readable origin, for logs and results."""
+
+
+def normalise_url(u: str) -> str:
+    """``host:port`` or ``http://host:port/`` -> ``http://host:port``."""
+    from urllib.parse import urlsplit
+
+    u = u.strip().rstrip("/")
+    u = u if "://" in u else f"http://{u}"
+    parts = urlsplit(u)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise ValueError(f"teacher address {u!r} needs a host and a port, e.g. 127.0.0.1:8501")
+    return u
+
+
+class StaticTeachers:
+    """A fixed list; it can still be changed at run time with :meth:`set` (used by tests/bench)."""
+
+    def __init__(self, urls: Iterable[str]) -> None:
+        self._urls = frozenset(normalise_url(u) for u in urls if u.strip())
+        self._on_change: OnChange | None = None
+
+    def start(self, on_change: OnChange) -> None:
+        self._on_change = on_change
+        on_change(self._urls)
+
+    def set(self, urls: Iterable[str]) -> None:
+        self._urls = frozenset(normalise_url(u) for u in urls)
+        if self._on_change is not None:
+            self._on_change(self._urls)
+
+    def stop(self) -> None:
+        self._on_change = None
+
+    def describe(self) -> str:
+        return "static:" + ",".join(sorted(self._urls))
+
+
+@dataclass(frozen=True)
+class EndpointSliceSettings:
+    """Which Service to follow. ``port_name`` picks a named port (default: the first port)."""
+
+    namespace: str
+    service: str
+    kubeconfig: str | None = None  # None: in-cluster config, then ~/.kube/config
+    port_name: str | None = None
+    scheme: str = "http"
+    watch_timeout_s: int = 30  # server-side watch timeout; the watch is re-opened after it
+
+
+def endpoints_from_slices(slices: Iterable[Any], port_name: str | None = None, scheme: str = "http") -> frozenset[str]:
+    """Union of ready endpoint addresses x port over EndpointSlice objects (client models).
+
+    Per the EndpointSlice API, an unset ``ready`` condition means ready; terminating or
+    not-ready endpoints are left out.
+    """
+    urls: set[str] = set()
+    for s in slices:
+        port = None
+        for p in s.ports or []:
+            if p.port is None:
+                continue
+            if port_name is None or p.name == port_name:
+                port = p.port
+                break
+        if port is None:
+            continue
+        for ep in s.endpoints or []:
+            cond = ep.conditions
+            if cond is not None and cond.ready is False:
+                continue
+            for addr in ep.addresses or []:
+                host = f"[{addr}]" if ":" in addr else addr
+                urls.add(f"{scheme}://{host}:{port}")
+    return frozenset(urls)
+
+
+class EndpointSliceTeachers:
+    """Follows ``kubernetes.io/service-name=<service>`` EndpointSlices with list+watch.
+
+    Uses the official client (low volume: one list, then a watch with bookmarks); resumes
+    from the last resourceVersion and relists on 410 Gone; backs off on errors.
+    """
+
+    def __init__(self, settings: EndpointSliceSettings) -> None:
+        self.settings = settings
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._slices: dict[str, Any] = {}
+        self._last: frozenset[str] | None = None
+        self._watch: Any = None
+
+    def describe(self) -> str:
+        return f"endpointslices:{self.settings.namespace}/{self.settings.service}"
+
+    def start(self, on_change: OnChange) -> None:
+        self._thread = threading.Thread(target=self._run, args=(on_change,), name="endpointslice-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _api(self) -> Any:
+        from kubernetes import client, config
+
+        if self.settings.kubeconfig:
+            api_client = config.new_client_from_config(config_file=self.settings.kubeconfig)
+        else:
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                config.load_kube_config()
+            api_client = client.ApiClient()
+        return client.DiscoveryV1Api(api_client)
+
+    def _publish(self, on_change: OnChange) -> None:
+        urls = endpoints_from_slices(self._slices.values(), self.settings.port_name, self.settings.scheme)
+        if urls != self._last:
+            self._last = urls
+            log.info("EndpointSlices of %s: %d teacher(s) %s", self.describe(), len(urls), sorted(urls))
+            on_change(urls)
+
+    def _run(self, on_change: OnChange) -> None:
+        from kubernetes import watch
+        from kubernetes.client.exceptions import ApiException
+
+        s = self.settings
+        selector = f"kubernetes.io/service-name={s.service}"
+        backoff = 0.5
+        api = None
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                if api is None:
+                    api = self._api()
+                if rv is None:
+                    lst = api.list_namespaced_endpoint_slice(s.namespace, label_selector=selector)
+                    self._slices = {i.metadata.name: i for i in lst.items}
+                    rv = lst.metadata.resource_version
+                    self._publish(on_change)
+                self._watch = watch.Watch()
+                for ev in self._watch.stream(
+                    api.list_namespaced_endpoint_slice,
+                    s.namespace,
+                    label_selector=selector,
+                    resource_version=rv,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=s.watch_timeout_s,
+                ):
+                    if self._stop.is_set():
+                        break
+                    kind, obj = ev["type"], ev["object"]
+                    if kind == "ERROR":
+                        raise ApiException(status=getattr(obj, "code", None) or 500, reason=str(obj))
+                    rv = obj.metadata.resource_version
+                    if kind == "BOOKMARK":
+                        continue
+                    if kind == "DELETED":
+                        self._slices.pop(obj.metadata.name, None)
+                    else:
+                        self._slices[obj.metadata.name] = obj
+                    self._publish(on_change)
+                backoff = 0.5
+            except ApiException as e:
+                if e.status == 410:
+                    log.info("watch expired (410); relisting")
+                    rv = None
+                    continue
+                log.warning("EndpointSlice watch error %s; retrying in %.1fs", e.status, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+            except Exception as e:  # network errors etc.: keep the last known set, retry
+                if self._stop.is_set():
+                    break
+                log.warning("EndpointSlice watch failed (%s); retrying in %.1fs", e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+                rv = None
