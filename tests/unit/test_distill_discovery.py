@@ -19,9 +19,7 @@ def _slice(name: str, port: int, eps: list[tuple[list[str], bool | None]], port_
         address_type="IPv4",
         metadata=V1ObjectMeta(name=name),
         ports=[DiscoveryV1EndpointPort(name=port_name, port=port, protocol="TCP")],
-        endpoints=[
-            V1Endpoint(addresses=addrs, conditions=V1EndpointConditions(ready=ready)) for addrs, ready in eps
-        ],
+        endpoints=[V1Endpoint(addresses=addrs, conditions=V1EndpointConditions(ready=ready)) for addrs, ready in eps],
     )
 
 
