@@ -356,6 +356,7 @@ class DistillReader:
         body, headers = wire.encode_request(item.batch.x)
         timeout = aiohttp.ClientTimeout(total=s.request_timeout_s, sock_connect=s.connect_timeout_s)
         failure: str | None = None
+        released = False
         try:
             async with self._session.post(t.url + wire.PATH, data=body, headers=headers, timeout=timeout) as r:
                 payload = await r.read()
@@ -363,6 +364,8 @@ class DistillReader:
                     logits = wire.decode_logits(payload, item.batch.size)
                     t.requests_ok += 1
                     t.samples_ok += item.batch.size
+                    t.inflight -= 1  # free the slot first, so delivering can refill it at once
+                    released = True
                     self._deliver(item, logits)
                     return
                 if 400 <= r.status < 500 and r.status not in (408, 429):
@@ -375,7 +378,8 @@ class DistillReader:
         except (aiohttp.ClientError, OSError, ValueError) as e:
             failure = f"{type(e).__name__}: {e}"
         finally:
-            t.inflight -= 1
+            if not released:
+                t.inflight -= 1
         # Failed: requeue at its place (oldest first) and retry on another teacher.
         t.failures += 1
         item.attempts += 1
