@@ -38,6 +38,9 @@ cluster-down:
 bench-cluster: setup ## cluster up/down medians -> reports/bench/cluster.json
 	$(PY) tests/bench/bench_cluster.py --runs 5 --out reports/bench/cluster.json
 
+bench-loadgen: setup ## Locust job creates/s (scale profile) and collector throughput -> reports/bench/loadgen.json
+	$(PY) tests/bench/bench_loadgen.py
+
 bench: bench-cluster bench-hollow bench-loadgen bench-distill
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
