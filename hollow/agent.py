@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -23,6 +24,7 @@ from hollow.faults import FaultState, PodFailureWindow, choose
 from hollow.leases import LeaseManager
 from hollow.metrics import Metrics
 from hollow.monitor import SelfMonitor
+from hollow.nodebody import NODE_LABEL
 from hollow.nodes import NodeManager
 from hollow.pods import PodController
 from hollow.pools import PoolSpec
@@ -51,6 +53,8 @@ class Agent:
         self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes)
         self.pod_watch = Watcher(self.api, "pods", "/api/v1/pods", {"fieldSelector": "spec.nodeName!="},
                                  self.pods, self.metrics, settings.watch)
+        self.node_watch = Watcher(self.api, "nodes", "/api/v1/nodes", {"labelSelector": f"{NODE_LABEL}=true"},
+                                  self.nodes, self.metrics, settings.watch)
         self.monitor = SelfMonitor(settings.monitor, self.metrics, self.leases.take_recent_lags, self._backlog)
         self.port: int | None = None
         self.stopping = asyncio.Event()
@@ -102,6 +106,8 @@ class Agent:
                         if s.uid and not self.faults.stopped(name, now)
                         and (s.last_renew == 0.0 or now - s.last_renew < lease_s))
             self.metrics.nodes_ready.set(ready)
+            self.metrics.api_inflight.set(self.api.inflight)
+            self.metrics.api_waiting.set(self.api.waiting)
             await asyncio.sleep(2.0)
 
     async def run(self, announce: bool = True) -> None:
@@ -115,7 +121,8 @@ class Agent:
                   flush=True)
         self.leases.plan_phases(self.clock.monotonic())
         tasks = [asyncio.ensure_future(c) for c in (
-            self.monitor.run(), self.pod_watch.run(), self.pods.run(), self.leases.run(), self.nodes.run(),
+            self.monitor.run(), self.pod_watch.run(), self.node_watch.run(), self.pods.run(), self.leases.run(),
+            self.nodes.run(),
             self.nodes.register_all(self.leases.add), self._ready_gauge())]
         try:
             stop = asyncio.ensure_future(self.stopping.wait())
@@ -129,9 +136,9 @@ class Agent:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.nodes.stop()
             await self.pods.stop()
             await self.leases.stop()
-            await self.nodes.stop()
             if self.settings.delete_nodes_on_exit:
                 await self.nodes.delete_all()
             await runner.cleanup()
@@ -143,9 +150,15 @@ def run_agent(endpoint: KubeEndpoint, pools: list[PoolSpec], settings: AgentSett
     async def main() -> None:
         agent = Agent(endpoint, pools, settings)
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if agent.stopping.is_set():  # a second signal: stop waiting for a graceful exit
+                os._exit(130)
+            agent.stopping.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, agent.stopping.set)
+                loop.add_signal_handler(sig, on_signal)
         await agent.run()
 
     runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run

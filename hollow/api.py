@@ -13,10 +13,11 @@ use create-then-adopt on 409 and patches with uid preconditions.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -83,6 +84,47 @@ class Response(NamedTuple):
         return self.body[:200].decode(errors="replace")
 
 
+class PrioritySemaphore:
+    """A semaphore whose waiters are served by priority (0 first), FIFO within a priority.
+
+    When the apiserver cannot keep up, requests queue here; heartbeats (priority 0) must not wait
+    behind thousands of pod status patches, or every node goes NotReady and the test measures that.
+    """
+
+    def __init__(self, value: int, levels: int = 2) -> None:
+        self._value = value
+        self._waiters: tuple[collections.deque[asyncio.Future[None]], ...] = tuple(
+            collections.deque() for _ in range(levels))
+
+    def waiting(self) -> int:
+        """Number of queued acquirers."""
+        return sum(len(q) for q in self._waiters)
+
+    async def acquire(self, priority: int) -> None:
+        """Take a permit, waiting behind every queued acquirer of the same or a higher priority."""
+        if self._value > 0 and not any(self._waiters):
+            self._value -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[priority].append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # the permit was handed over just before the cancellation
+            raise
+
+    def release(self) -> None:
+        """Hand the permit to the first live waiter of the highest priority, or return it."""
+        for queue in self._waiters:
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(None)
+                    return
+        self._value += 1
+
+
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
     r = rng or random
@@ -97,7 +139,7 @@ class ApiClient:
         self.settings = settings
         self.metrics = metrics
         self._base = endpoint.server
-        self._sem = asyncio.Semaphore(settings.max_inflight)
+        self._sem = PrioritySemaphore(settings.max_inflight)
         self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **endpoint.auth_headers()}
         self._session: aiohttp.ClientSession | None = None
         self._children: dict[tuple[str, int], Any] = {}
@@ -142,20 +184,24 @@ class ApiClient:
 
     async def request(self, verb: str, method: str, path: str, *, body: Any = None,
                       content_type: str = JSON, params: dict[str, str] | None = None,
-                      retry: bool = True) -> Response:
+                      retry: bool = True, priority: int = 1) -> Response:
         """Send one request (with retries) and return the final response.
 
         Args:
             verb: metrics label, e.g. ``patch_lease``.
             method: HTTP method.
             path: API path starting with ``/``.
-            body: a JSON-able object or pre-encoded bytes.
+            body: a JSON-able object, pre-encoded bytes, or a callable returning either, called only
+                once the request holds its slot (so a timestamp in it is fresh, not queued).
             content_type: for bodies; patch types differ.
             params: query parameters.
             retry: retry 429/5xx/timeouts (False for calls whose caller handles failure itself).
+            priority: 0 for heartbeats (served first when requests queue), 1 for everything else.
         """
-        data = body if isinstance(body, bytes | None) else orjson.dumps(body)
-        headers = {"Content-Type": content_type} if data is not None else None
+        make: Callable[[], Any] | None = body if callable(body) else None
+        data = None if make is not None else (body if isinstance(body, bytes | None) else orjson.dumps(body))
+        has_body = make is not None or data is not None
+        headers = {"Content-Type": content_type} if has_body else None
         url = URL(self._base + path, encoded=True)  # paths are built from DNS names: nothing to quote
         s = self.settings
         attempts = s.max_attempts if retry else 1
@@ -166,9 +212,15 @@ class ApiClient:
             wait_s = 0.0
             reason = ""
             self.waiting += 1
-            async with self._sem:
+            try:
+                await self._sem.acquire(priority)
+            finally:
                 self.waiting -= 1
+            try:
                 self.inflight += 1
+                if make is not None:
+                    made = make()
+                    data = made if isinstance(made, bytes) else orjson.dumps(made)
                 t0 = time.perf_counter()
                 try:
                     async with self.session.request(method, url, data=data, headers=headers,
@@ -185,8 +237,9 @@ class ApiClient:
                     self._count(verb, 0, time.perf_counter() - t0)
                     reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
                     last = Response(0, str(exc).encode())
-                finally:
-                    self.inflight -= 1
+            finally:
+                self.inflight -= 1
+                self._sem.release()
             if not reason:
                 return last
             if attempt + 1 >= attempts or self.closed:

@@ -103,24 +103,28 @@ class LeaseManager:
         start = self.clock.monotonic()
         if not state.uid or self.faults.stopped(name, start):
             return
-        now = self.clock.wall()
+        wall = self.clock.wall
+
+        def renew() -> bytes:  # stamped when the request leaves, not when it queued
+            return lease_renew_bytes(wall())
+
         ok = False
         created = False
         if state.lease_exists:
-            resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}",
-                                          body=lease_renew_bytes(now), content_type=MERGE_PATCH)
+            resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}", body=renew,
+                                          content_type=MERGE_PATCH, priority=0)
             ok = resp.ok
             if resp.status == 404:
                 state.lease_exists = False
                 self.nodes.refresh_now(name)  # a 404 on the node too means it was deleted: re-register
         if not state.lease_exists:
-            resp = await self.api.request("create_lease", "POST", _LEASES,
-                                          body=lease_body(name, state.uid, self.hb.lease_s, now))
+            resp = await self.api.request("create_lease", "POST", _LEASES, priority=0,
+                                          body=lambda: lease_body(name, state.uid, self.hb.lease_s, wall()))
             if resp.status == 201:
                 ok = created = True
             elif resp.status == 409:
-                resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}",
-                                              body=lease_renew_bytes(now), content_type=MERGE_PATCH)
+                resp = await self.api.request("patch_lease", "PATCH", f"{_LEASES}/{name}", body=renew,
+                                              content_type=MERGE_PATCH, priority=0)
                 ok = resp.ok
         if not ok:
             self._err.inc()
@@ -132,11 +136,7 @@ class LeaseManager:
         self.metrics.lease_renew_lag.observe(lag)
         self.recent_lags.append(lag)
         (self._created if created else self._ok).inc()
-        gap = acked - state.last_renew if state.last_renew else 0.0
         state.last_renew = acked
-        if gap > 0.6 * self.hb.node_monitor_grace_s:
-            # long enough without a heartbeat that the node controller may have marked it NotReady
-            self.nodes.refresh_now(name, transition=True)
 
     def take_recent_lags(self) -> list[float]:
         """Lags recorded since the last call (for the self-monitor's p99)."""

@@ -3,9 +3,12 @@
 Registration is create-first: POST the Node with its full status; on 409 the node already exists (an
 agent restart, or a second run) and is *adopted* by patching its status, never by GET-then-write, and
 never deleted and recreated (no duplicates, no flapping Ready, pods bound to it keep running).  After
-that only the conditions' heartbeat moves, every few minutes (the Lease carries liveness in between),
-or at once when a node comes back from a gap long enough for the controller-manager to have marked it
-NotReady.
+that only the conditions' heartbeat moves, every few minutes (the Lease carries liveness in between).
+
+A watch on the hollow nodes (label ``hollowscale.io/hollow=true``) tells the manager what the
+controller-manager did: a node of ours that it marked NotReady/Unknown while we were not faulting it
+(the apiserver or the agent fell behind) posts Ready again at once, ahead of other work; a node someone
+deleted is registered again.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class NodeState:
             heartbeat gap or a fault), else None (the stored transition time is kept).
         last_renew: monotonic seconds of the last acknowledged lease renewal (0 = never).
         lease_exists: the Lease is known to exist (renew by PATCH, not POST).
+        recovering: a Ready status patch after a NotReady mark is pending (sent at heartbeat priority).
     """
 
     slot: NodeSlot
@@ -47,6 +51,7 @@ class NodeState:
     ready_since: float | None = None
     last_renew: float = 0.0
     lease_exists: bool = False
+    recovering: bool = False
 
 
 class NodeManager:
@@ -64,6 +69,7 @@ class NodeManager:
         self._status = TimerLoop[str](clock, self._fire_status)
         self._tasks: set[asyncio.Task[None]] = set()
         self._reregistering: set[str] = set()
+        self.stopping = False
         metrics.nodes_managed.set(len(self.nodes))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -134,8 +140,40 @@ class NodeManager:
         ``transition``: the node was (probably) marked NotReady, so Ready becomes True *now*.
         """
         if transition:
-            self.nodes[name].ready_since = self.clock.wall()
+            state = self.nodes[name]
+            state.ready_since = self.clock.wall()
+            state.recovering = True
         self._status.schedule(name, self.clock.monotonic())
+
+    # --- node watch (WatchHandler) ---------------------------------------------------------------
+    def on_event(self, kind: str, obj: dict[str, Any]) -> None:
+        """React to what the control plane did to our nodes."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name", "")
+        state = self.nodes.get(name)
+        if state is None or not state.uid or self.stopping:
+            return
+        if kind == "DELETED":
+            if meta.get("uid") == state.uid:
+                self.reregister(name)
+            return
+        if state.recovering or self.faults.stopped(name, self.clock.monotonic()):
+            return
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "Ready":
+                if cond.get("status") != "True":
+                    log.warning("node %s was marked Ready=%s (%s); posting Ready", name, cond.get("status"),
+                                cond.get("reason"))
+                    self.refresh_now(name, transition=True)
+                return
+
+    def on_relisted(self, uids: set[str]) -> None:
+        """Register again the nodes deleted while the watch was down."""
+        if self.stopping:
+            return
+        for name, state in self.nodes.items():
+            if state.uid and state.uid not in uids and name not in self._reregistering:
+                self.reregister(name)
 
     async def _refresh(self, name: str) -> None:
         state = self.nodes[name]
@@ -144,13 +182,15 @@ class NodeManager:
         if self.faults.stopped(name, now_m):
             self._status.schedule(name, now_m + interval)
             return
-        now = self.clock.wall()
         since = state.ready_since
+        wall = self.clock.wall
         resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{name}/status",
-                                      body=heartbeat_patch(now, since), content_type=STRATEGIC_MERGE_PATCH)
+                                      body=lambda: heartbeat_patch(wall(), since),
+                                      content_type=STRATEGIC_MERGE_PATCH, priority=0 if state.recovering else 1)
         if resp.ok:
             if state.ready_since == since:
                 state.ready_since = None
+                state.recovering = False
             self.metrics.node_status_updates.labels("ok").inc()
             self._status.schedule(name, self.clock.monotonic() + interval)
             return
@@ -186,18 +226,22 @@ class NodeManager:
         nxt = self._status.queue.next_due()
         return 0 if nxt is None or nxt > now else len(self._tasks)
 
-    async def delete_all(self) -> None:
-        """Delete this agent's Nodes and Leases (``--delete-nodes-on-exit``)."""
+    async def delete_all(self, timeout_s: float = 120.0) -> None:
+        """Delete this agent's Nodes and Leases (``--delete-nodes-on-exit``), giving up after ``timeout_s``."""
         async def one(name: str) -> None:
             await self.api.request("delete_node", "DELETE", f"/api/v1/nodes/{name}", retry=True)
             await self.api.request("delete_lease", "DELETE",
                                    f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
 
-        await asyncio.gather(*(one(n) for n in self.nodes))
-        log.info("deleted %d nodes", len(self.nodes))
+        try:
+            await asyncio.wait_for(asyncio.gather(*(one(n) for n in self.nodes)), timeout_s)
+            log.info("deleted %d nodes", len(self.nodes))
+        except TimeoutError:
+            log.warning("gave up deleting nodes after %.0fs (is the apiserver up?)", timeout_s)
 
     async def stop(self) -> None:
         """Cancel in-flight refreshes."""
+        self.stopping = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from hollow.api import Response
 from hollow.clock import FakeClock, rfc3339
 from hollow.faults import FaultState
@@ -25,7 +27,11 @@ class RecordingApi:
         self.calls: list[tuple[float, str, str, str, Any]] = []
         self.status: dict[str, int] = {}
 
-    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **_: Any) -> Response:
+    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **kw: Any) -> Response:
+        if callable(body):
+            body = body()
+        if isinstance(body, bytes):
+            body = orjson.loads(body)
         self.calls.append((self.clock.monotonic(), verb, method, path, body))
         await asyncio.sleep(0)
         return Response(self.status.get(verb, 200), b"{}")

@@ -7,6 +7,8 @@ import itertools
 from collections import Counter
 from typing import Any
 
+import orjson
+
 from hollow.api import Response
 from hollow.clock import FakeClock
 from hollow.faults import FaultState
@@ -26,9 +28,15 @@ class RecordingApi:
         self.clock = clock
         self.status = status
         self.calls: list[tuple[float, str, str, str, Any]] = []
+        self.priorities: list[tuple[str, int]] = []
 
-    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **_: Any) -> Response:
+    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **kw: Any) -> Response:
+        if callable(body):
+            body = body()
+        if isinstance(body, bytes):
+            body = orjson.loads(body)
         self.calls.append((self.clock.monotonic(), verb, method, path, body))
+        self.priorities.append((verb, kw.get("priority", 1)))
         await asyncio.sleep(0)
         status = 201 if method == "POST" and self.status == 200 else self.status
         return Response(status, b'{"metadata": {"uid": "u"}}')
@@ -134,3 +142,60 @@ async def test_faulted_nodes_do_not_renew_and_catch_up_after() -> None:
           if path.endswith("/g-3") or (isinstance(body, dict) and body.get("metadata", {}).get("name") == "g-3")]
     assert g3 and min(g3) >= start + 60
     assert faults.recovered(clock.monotonic()) == ["g-3"]
+
+
+async def test_priority_semaphore_serves_heartbeats_first() -> None:
+    from hollow.api import PrioritySemaphore
+
+    sem = PrioritySemaphore(1)
+    await sem.acquire(1)  # the only permit is taken
+    order: list[str] = []
+
+    async def worker(name: str, prio: int) -> None:
+        await sem.acquire(prio)
+        order.append(name)
+        sem.release()
+
+    tasks = [asyncio.ensure_future(worker(f"pod{i}", 1)) for i in range(3)]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.ensure_future(worker("lease", 0)))
+    cancelled = asyncio.ensure_future(worker("gone", 0))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    assert sem.waiting() == 5
+    sem.release()
+    await asyncio.gather(*tasks)
+    assert order == ["lease", "pod0", "pod1", "pod2"]
+    await sem.acquire(0)  # all permits came back
+    assert sem.waiting() == 0
+
+
+async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
+    clock = FakeClock()
+    api = RecordingApi(clock)
+    faults = FaultState()
+    nodes, _ = _nodes(3, clock, api, HeartbeatSettings(), faults)
+    faults.stop_heartbeats(["g-2"], clock.monotonic() + 100)
+
+    def node(name: str, status: str, uid: str | None = None) -> dict[str, Any]:
+        return {"metadata": {"name": name, "uid": uid or (nodes.nodes[name].uid if name in nodes.nodes else "x")},
+                "status": {"conditions": [{"type": "Ready", "status": status, "reason": "NodeStatusUnknown"}]}}
+
+    nodes.on_event("MODIFIED", node("g-0", "True"))
+    nodes.on_event("MODIFIED", node("g-1", "Unknown"))
+    nodes.on_event("MODIFIED", node("g-2", "Unknown"))  # our own fault: leave it NotReady
+    nodes.on_event("MODIFIED", node("other-0", "Unknown"))
+    nodes._status.run_due()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    status_patches = [(c[3], c[4]) for c in api.calls if c[1] == "patch_node_status"]
+    assert [p for p, _ in status_patches] == ["/api/v1/nodes/g-1/status"]
+    ready = next(c for c in status_patches[0][1]["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and "lastTransitionTime" in ready
+    assert api.priorities == [("patch_node_status", 0)]  # ahead of pod work
+    assert not nodes.nodes["g-1"].recovering
+    nodes.on_event("DELETED", node("g-0", "True"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert [c[1] for c in api.calls][-1] == "create_node"  # registered again
