@@ -177,13 +177,16 @@ def histogram_quantile(before: dict[str, float], after: dict[str, float], name: 
     return None
 
 
-async def wait_for(what: str, check: Any, timeout: float, every: float = 0.25) -> float:
+async def wait_for(what: str, check: Any, timeout: float, every: float = 0.25) -> bool:
+    """Wait until ``check()``; False (and a log line) when ``timeout`` passes first: the figures then
+    record how far it got, because an overloaded control plane is a result, not an error."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if check():
-            return time.monotonic() - t0
+            return True
         await asyncio.sleep(every)
-    raise TimeoutError(f"{what}: not reached in {timeout}s")
+    log(f"  !! {what}: not reached within {timeout:.0f}s")
+    return False
 
 
 async def gather_bounded(n: int, make: Any, limit: int) -> list[Any]:
@@ -222,7 +225,7 @@ class HollowEngine:
             "topology": {"zones": ["zone-a", "zone-b", "zone-c"], "racksPerZone": 10},
         }]}))
         self.agent = await asyncio.to_thread(
-            start_agent, self.kubeconfig, pools, self.work / "hollow-agent.log", "--delete-nodes-on-exit",
+            start_agent, self.kubeconfig, pools, self.work / "hollow-agent.log",
             "--max-inflight", "256", "--log-level", "INFO")
 
     def metrics(self) -> dict[str, float]:
@@ -230,7 +233,7 @@ class HollowEngine:
 
     async def stop(self, api: ApiClient) -> None:
         if self.agent:
-            await asyncio.to_thread(self.agent.stop, 300)
+            await asyncio.to_thread(self.agent.stop, 60)
 
 
 def kwok_stages(run_duration_s: int) -> list[dict[str, Any]]:
@@ -287,7 +290,8 @@ class KwokEngine:
         self.proc = subprocess.Popen(
             [str(self.binary), "--kubeconfig", self.kubeconfig, "--config", str(config),
              "--manage-all-nodes=false", f"--manage-nodes-with-label-selector={self.label}",
-             "--node-lease-duration-seconds=40", "--cidr=10.128.0.1/9", "--node-ip=100.127.0.1"],
+             "--node-lease-duration-seconds=40", "--cidr=10.128.0.1/9", "--node-ip=100.127.0.1",
+             "-v=WARN"],  # KWOK logs every lease sync at INFO; do not charge it for logging
             stdout=logf, stderr=logf)
 
         async def create(i: int) -> None:
@@ -310,12 +314,6 @@ class KwokEngine:
                 self.proc.wait(30)
             if self.proc.poll() is None:
                 self.proc.kill()
-
-        async def delete(i: int) -> None:
-            await api.request("delete_node", "DELETE", f"/api/v1/nodes/{self.node_names[i]}")
-            await api.request("delete_lease", "DELETE", f"{LEASES}/{self.node_names[i]}")
-
-        await gather_bounded(self.nodes, delete, 256)
 
 
 # --- phases -------------------------------------------------------------------------------------
@@ -355,7 +353,8 @@ def pod_body(i: int, engine: Any, mode: str) -> dict[str, Any]:
             "spec": spec}
 
 
-async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: int, mode: str) -> dict[str, Any]:
+async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: int, mode: str,
+                    args: argparse.Namespace) -> dict[str, Any]:
     tracker = PodTracker()
     watcher = Watcher(api, f"bench_pods_{mode}", f"/api/v1/namespaces/{ns}/pods", {}, tracker, Metrics(),
                       WatchSettings(page_size=2000))
@@ -375,18 +374,17 @@ async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: i
     await gather_bounded(pods, create, 128)
     t_created = time.monotonic() - t0
     log(f"  {engine.name}/{mode}: {pods} pods created in {t_created:.1f}s")
-    timeout = 900
-    await wait_for("all Running", lambda: len(tracker.running) >= pods, timeout)
-    t_running = max(tracker.running.values()) - t0
+    cap = args.pod_cap_s
+    all_running = await wait_for("all Running", lambda: len(tracker.running) >= pods, max(1.0, cap - t_created))
     b = cpu.snap()
-    log(f"  {engine.name}/{mode}: all Running after {t_running:.1f}s")
-    await wait_for("all Succeeded", lambda: len(tracker.done) >= pods, timeout)
-    t_done = max(tracker.done.values()) - t0
+    log(f"  {engine.name}/{mode}: {len(tracker.running)} Running after {time.monotonic() - t0:.1f}s")
+    all_done = await wait_for("all finished", lambda: len(tracker.done) >= pods,
+                              max(1.0, cap + RUN_DURATION_S - (time.monotonic() - t0)))
     c = cpu.snap()
-    log(f"  {engine.name}/{mode}: all finished after {t_done:.1f}s ({tracker.failed} failed)")
+    log(f"  {engine.name}/{mode}: {len(tracker.done)} finished after {time.monotonic() - t0:.1f}s ({tracker.failed} failed)")
     await api.request("delete_pods", "DELETE", f"/api/v1/namespaces/{ns}/pods",
                       params={"gracePeriodSeconds": "0", "labelSelector": f"bench={mode}"})
-    await wait_for("pods gone", lambda: not tracker.exists, timeout)
+    await wait_for("pods gone", lambda: not tracker.exists, 180)
     t_deleted = time.monotonic() - t0
     d = cpu.snap()
     wtask.cancel()
@@ -395,16 +393,22 @@ async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: i
     whole = CpuMeter.delta(a, c)
     engine_cpu = whole["cpu_s"][engine.name]
     starts = sorted(tracker.running.values())
+    ends = sorted(tracker.done.values())
+    handled = len(tracker.done) + len(tracker.running)  # each pod's two transitions, for CPU per pod
+    t_run = (starts[-1] - t0) if starts else None
+    t_end = (ends[-1] - t0) if ends else None
     return {
-        "pods": pods, "mode": mode, "run_duration_s": RUN_DURATION_S,
-        "create_s": round(t_created, 2), "all_running_s": round(t_running, 2), "all_finished_s": round(t_done, 2),
-        "deleted_s": round(t_deleted, 2), "failed": tracker.failed,
-        "create_pods_per_s": round(pods / t_created, 1),
-        "running_pods_per_s": round(pods / t_running, 1),
-        "finished_pods_per_s": round(pods / max(1e-6, t_done - RUN_DURATION_S), 1),
-        "running_p50_s": round(starts[len(starts) // 2] - t0, 2),
+        "pods": pods, "mode": mode, "run_duration_s": RUN_DURATION_S, "cap_s": cap,
+        "complete": all_running and all_done,
+        "create_s": round(t_created, 2), "create_pods_per_s": round(pods / t_created, 1),
+        "running": len(tracker.running), "finished": len(tracker.done), "failed": tracker.failed,
+        "last_running_s": round(t_run, 2) if t_run else None, "last_finished_s": round(t_end, 2) if t_end else None,
+        "deleted_s": round(t_deleted, 2),
+        "running_pods_per_s": round(len(starts) / t_run, 1) if t_run else 0.0,
+        "finished_pods_per_s": round(len(ends) / max(1e-6, t_end - RUN_DURATION_S), 1) if t_end else 0.0,
+        "running_p50_s": round(starts[len(starts) // 2] - t0, 2) if starts else None,
         "engine_cpu_s": engine_cpu,
-        "engine_cpu_s_per_1000_pods": round(engine_cpu / (pods / 1000), 3),
+        "engine_cpu_s_per_1000_pods": round(engine_cpu / (handled / 2000), 3) if handled else None,
         "cpu_to_running": CpuMeter.delta(a, b), "cpu_to_finished": whole, "cpu_delete": CpuMeter.delta(c, d),
     }
 
@@ -423,11 +427,12 @@ async def run_engine(engine: Any, api: ApiClient, info: ClusterInfo, args: argpa
     await engine.start(api)
     cpu.add(engine.name, engine.pid)
     a = (a[0], {**a[1], engine.name: 0.0})
-    await wait_for("all nodes Ready", lambda: len(nodes.ready) >= args.nodes, 900)
+    complete = await wait_for("all nodes Ready", lambda: len(nodes.ready) >= args.nodes, args.register_cap_s)
     t_ready = time.monotonic() - t0
     b = cpu.snap()
-    result["register"] = {"nodes": args.nodes, "all_ready_s": round(t_ready, 2), **CpuMeter.delta(a, b)}
-    log(f"  {engine.name}: {args.nodes} nodes Ready in {t_ready:.1f}s")
+    result["register"] = {"nodes": args.nodes, "ready": len(nodes.ready), "complete": complete,
+                          "all_ready_s": round(t_ready, 2) if complete else None, **CpuMeter.delta(a, b)}
+    log(f"  {engine.name}: {len(nodes.ready)}/{args.nodes} nodes Ready after {t_ready:.1f}s")
 
     # (b) steady state
     await asyncio.sleep(args.settle_s)  # first renewals of late nodes settle
@@ -470,12 +475,18 @@ async def run_engine(engine: Any, api: ApiClient, info: ClusterInfo, args: argpa
     ns = f"bench-{engine.name}"
     await api.request("create_ns", "POST", "/api/v1/namespaces", body={"metadata": {"name": ns}})
     for mode in ("bare", "scheduler"):
-        result[f"pods_{mode}"] = await pod_phase(api, engine, cpu, ns, args.pods, mode)
+        result[f"pods_{mode}"] = await pod_phase(api, engine, cpu, ns, args.pods, mode, args)
         if mode == "bare":
             await asyncio.sleep(5)
     d = cpu.snap()
     await engine.stop(api)
-    await wait_for("nodes deleted", lambda: not nodes.names, 600)
+    await api.request("delete_nodes", "DELETE", "/api/v1/nodes", params={"labelSelector": engine.label})
+    await wait_for("nodes deleted", lambda: not nodes.names, 300)
+    prefix = engine.node_names[0].rsplit("-", 1)[0] + "-"
+    for _ in range(30):  # the garbage collector removes the Leases the Nodes own; wait so the next engine
+        if not await lease_ages(api, prefix):  # does not pay for it
+            break
+        await asyncio.sleep(10)
     result["teardown"] = CpuMeter.delta(d, cpu.snap())
     await api.request("delete_ns", "DELETE", f"/api/v1/namespaces/{ns}")
     ntask.cancel()
@@ -514,7 +525,8 @@ def ratios(h: dict[str, Any], k: dict[str, Any]) -> dict[str, Any]:
 def targets(h: dict[str, Any], rat: dict[str, Any]) -> list[dict[str, Any]]:
     st = h["steady"]
     rows = [
-        ("(a) nodes Ready", "<= 30 s", h["register"]["all_ready_s"], h["register"]["all_ready_s"] <= 30),
+        ("(a) nodes Ready", "<= 30 s", h["register"]["all_ready_s"] or f"{h['register']['ready']} Ready at cap",
+         h["register"]["all_ready_s"] is not None and h["register"]["all_ready_s"] <= 30),
         ("(b) nodes NotReady in steady state", "0", st["nodes_went_notready"], st["nodes_went_notready"] == 0),
         ("(b) agent renew lag p99", "< 2 s", st["agent_renew_lag_p99_s"], (st["agent_renew_lag_p99_s"] or 0) < 2),
         ("(b) agent CPU", "<= 0.3 core", st["engine_cores"], st["engine_cores"] <= 0.3),
@@ -550,7 +562,8 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
                 vals.append("n/a")
         lines.append(f"| {label} | {vals[0]} | {vals[1]} |")
 
-    row("(a) all nodes Ready (s)", lambda e: e["register"]["all_ready_s"])
+    row("(a) all nodes Ready (s)", lambda e: e["register"]["all_ready_s"] or
+        f"not all: {e['register']['ready']} Ready after {e['register']['wall_s']} s")
     row("(a) engine CPU (s)", lambda e: e["register"]["cpu_s"][(e is h and "hollow") or "kwok"])
     row("(b) engine CPU (cores)", lambda e: e["steady"]["engine_cores"])
     row("(b) engine RSS max (MB)", lambda e: e["steady"]["engine_rss_mb_max"])
@@ -562,7 +575,10 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
     for mode in ("bare", "scheduler"):
         row(f"(c {mode}) create rate (pods/s)", lambda e, m=mode: e[f"pods_{m}"]["create_pods_per_s"])
         row(f"(c {mode}) to Running (pods/s)", lambda e, m=mode: e[f"pods_{m}"]["running_pods_per_s"])
-        row(f"(c {mode}) all Running / finished (s)", lambda e, m=mode: f"{e[f'pods_{m}']['all_running_s']} / {e[f'pods_{m}']['all_finished_s']}")
+        row(f"(c {mode}) Running / finished (of {doc['params']['pods']})",
+            lambda e, m=mode: f"{e[f'pods_{m}']['running']} / {e[f'pods_{m}']['finished']}")
+        row(f"(c {mode}) last Running / last finished at (s)",
+            lambda e, m=mode: f"{e[f'pods_{m}']['last_running_s']} / {e[f'pods_{m}']['last_finished_s']}")
         row(f"(c {mode}) engine CPU s per 1,000 pods", lambda e, m=mode: e[f"pods_{m}"]["engine_cpu_s_per_1000_pods"])
         for comp in cp:
             row(f"(c {mode}) {comp} (cores)", lambda e, m=mode, c=comp: e[f"pods_{m}"]["cpu_to_finished"]["cores"][c])
@@ -606,6 +622,9 @@ def main() -> None:
     p.add_argument("--pods", type=int, default=20_000)
     p.add_argument("--steady-s", type=int, default=180)
     p.add_argument("--settle-s", type=int, default=15, help="pause between all-Ready and the steady window")
+    p.add_argument("--register-cap-s", type=int, default=300, help="give up waiting for all nodes Ready after this")
+    p.add_argument("--pod-cap-s", type=int, default=300,
+                   help="per pod mode, stop waiting for Running/finished this long after creation began")
     p.add_argument("--engines", default="hollow,kwok")
     p.add_argument("--kwok", default=str(Path.home() / ".cache/hollowscale/bin" / f"kwok-{KWOK_VERSION}" / "kwok"))
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"))
