@@ -137,6 +137,9 @@ class LeaseManager:
         self.recent_lags.append(lag)
         (self._created if created else self._ok).inc()
         state.last_renew = acked
+        if state.needs_ready:  # marked NotReady while we lagged: now that we are current, say Ready
+            state.needs_ready = False
+            self.nodes.refresh_now(name, transition=True)
 
     def take_recent_lags(self) -> list[float]:
         """Lags recorded since the last call (for the self-monitor's p99)."""

@@ -44,6 +44,8 @@ class NodeState:
         last_renew: monotonic seconds of the last acknowledged lease renewal (0 = never).
         lease_exists: the Lease is known to exist (renew by PATCH, not POST).
         recovering: a Ready status patch after a NotReady mark is pending (sent at heartbeat priority).
+        needs_ready: marked NotReady while our own renewals were late; post Ready after the next renewal
+            (posting it before would be contradicted at once, and only adds load to a struggling apiserver).
     """
 
     slot: NodeSlot
@@ -52,6 +54,7 @@ class NodeState:
     last_renew: float = 0.0
     lease_exists: bool = False
     recovering: bool = False
+    needs_ready: bool = False
 
 
 class NodeManager:
@@ -83,7 +86,9 @@ class NodeManager:
         attempt = 0
         while True:
             now = self.clock.wall()
-            resp = await self.api.request("create_node", "POST", "/api/v1/nodes",
+            # heartbeat priority: a node not yet registered is as down as one whose lease is late, and
+            # renewals of the first nodes must not starve the registration of the rest
+            resp = await self.api.request("create_node", "POST", "/api/v1/nodes", priority=0,
                                           body=node_body(slot, now, self.settings.identity))
             if resp.status == 201:
                 state.uid = resp.json()["metadata"]["uid"]
@@ -92,7 +97,7 @@ class NodeManager:
             if resp.status == 409:
                 patch = adopt_patch(slot, now, self.settings.identity)
                 resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{slot.name}/status",
-                                              body=patch, content_type=STRATEGIC_MERGE_PATCH)
+                                              body=patch, content_type=STRATEGIC_MERGE_PATCH, priority=0)
                 if resp.ok:
                     state.uid = resp.json()["metadata"]["uid"]
                     self.metrics.node_registrations.labels("adopted").inc()
@@ -162,9 +167,13 @@ class NodeManager:
         for cond in (obj.get("status") or {}).get("conditions") or ():
             if cond.get("type") == "Ready":
                 if cond.get("status") != "True":
-                    log.warning("node %s was marked Ready=%s (%s); posting Ready", name, cond.get("status"),
-                                cond.get("reason"))
-                    self.refresh_now(name, transition=True)
+                    now = self.clock.monotonic()
+                    if state.last_renew and now - state.last_renew < 2 * self.settings.heartbeat.renew_s:
+                        log.warning("node %s was marked Ready=%s (%s); posting Ready", name, cond.get("status"),
+                                    cond.get("reason"))
+                        self.refresh_now(name, transition=True)
+                    else:
+                        state.needs_ready = True
                 return
 
     def on_relisted(self, uids: set[str]) -> None:

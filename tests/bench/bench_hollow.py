@@ -384,7 +384,7 @@ async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: i
     log(f"  {engine.name}/{mode}: {len(tracker.done)} finished after {time.monotonic() - t0:.1f}s ({tracker.failed} failed)")
     await api.request("delete_pods", "DELETE", f"/api/v1/namespaces/{ns}/pods",
                       params={"gracePeriodSeconds": "0", "labelSelector": f"bench={mode}"})
-    await wait_for("pods gone", lambda: not tracker.exists, 180)
+    await wait_for("pods gone", lambda: not tracker.exists, 120)
     t_deleted = time.monotonic() - t0
     d = cpu.snap()
     wtask.cancel()
@@ -481,9 +481,9 @@ async def run_engine(engine: Any, api: ApiClient, info: ClusterInfo, args: argpa
     d = cpu.snap()
     await engine.stop(api)
     await api.request("delete_nodes", "DELETE", "/api/v1/nodes", params={"labelSelector": engine.label})
-    await wait_for("nodes deleted", lambda: not nodes.names, 300)
+    await wait_for("nodes deleted", lambda: not nodes.names, 180)
     prefix = engine.node_names[0].rsplit("-", 1)[0] + "-"
-    for _ in range(30):  # the garbage collector removes the Leases the Nodes own; wait so the next engine
+    for _ in range(12):  # the garbage collector removes the Leases the Nodes own; wait so the next engine
         if not await lease_ages(api, prefix):  # does not pay for it
             break
         await asyncio.sleep(10)

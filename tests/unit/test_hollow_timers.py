@@ -182,6 +182,7 @@ async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
         return {"metadata": {"name": name, "uid": uid or (nodes.nodes[name].uid if name in nodes.nodes else "x")},
                 "status": {"conditions": [{"type": "Ready", "status": status, "reason": "NodeStatusUnknown"}]}}
 
+    nodes.nodes["g-1"].last_renew = clock.monotonic()  # our renewals are current: the mark is stale
     nodes.on_event("MODIFIED", node("g-0", "True"))
     nodes.on_event("MODIFIED", node("g-1", "Unknown"))
     nodes.on_event("MODIFIED", node("g-2", "Unknown"))  # our own fault: leave it NotReady
@@ -195,6 +196,12 @@ async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
     assert ready["status"] == "True" and "lastTransitionTime" in ready
     assert api.priorities == [("patch_node_status", 0)]  # ahead of pod work
     assert not nodes.nodes["g-1"].recovering
+    # a node marked NotReady while our own renewals lag waits for its next renewal before posting Ready
+    nodes.nodes["g-0"].last_renew = 0.0
+    nodes.on_event("MODIFIED", node("g-0", "Unknown"))
+    nodes._status.run_due()
+    await asyncio.sleep(0)
+    assert nodes.nodes["g-0"].needs_ready and len([c for c in api.calls if c[1] == "patch_node_status"]) == 1
     nodes.on_event("DELETED", node("g-0", "True"))
     for _ in range(5):
         await asyncio.sleep(0)
