@@ -89,19 +89,23 @@ class PrioritySemaphore:
 
     When the apiserver cannot keep up, requests queue here; heartbeats (priority 0) must not wait
     behind thousands of pod status patches, or every node goes NotReady and the test measures that.
+    But a strict priority starves pod work for good once heartbeats alone exceed what the apiserver
+    can take, so every ``fair_every``-th permit goes to a lower priority when one is waiting.
     """
 
-    def __init__(self, value: int, levels: int = 2) -> None:
+    def __init__(self, value: int, levels: int = 2, fair_every: int = 4) -> None:
         self._value = value
         self._waiters: tuple[collections.deque[asyncio.Future[None]], ...] = tuple(
             collections.deque() for _ in range(levels))
+        self._fair_every = fair_every
+        self._grants = 0
 
     def waiting(self) -> int:
         """Number of queued acquirers."""
         return sum(len(q) for q in self._waiters)
 
     async def acquire(self, priority: int) -> None:
-        """Take a permit, waiting behind every queued acquirer of the same or a higher priority."""
+        """Take a permit, waiting behind queued acquirers of the same or a higher priority."""
         if self._value > 0 and not any(self._waiters):
             self._value -= 1
             return
@@ -114,14 +118,24 @@ class PrioritySemaphore:
                 self.release()  # the permit was handed over just before the cancellation
             raise
 
+    @staticmethod
+    def _hand(queue: collections.deque[asyncio.Future[None]]) -> bool:
+        while queue:
+            fut = queue.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return True
+        return False
+
     def release(self) -> None:
-        """Hand the permit to the first live waiter of the highest priority, or return it."""
-        for queue in self._waiters:
-            while queue:
-                fut = queue.popleft()
-                if not fut.done():
-                    fut.set_result(None)
-                    return
+        """Hand the permit to the next waiter (highest priority first, with the fair share), or return it."""
+        self._grants += 1
+        order = self._waiters
+        if self._grants % self._fair_every == 0:
+            order = order[1:] + order[:1]  # this one goes to a lower priority if any is waiting
+        for queue in order:
+            if self._hand(queue):
+                return
         self._value += 1
 
 

@@ -147,7 +147,7 @@ async def test_faulted_nodes_do_not_renew_and_catch_up_after() -> None:
 async def test_priority_semaphore_serves_heartbeats_first() -> None:
     from hollow.api import PrioritySemaphore
 
-    sem = PrioritySemaphore(1)
+    sem = PrioritySemaphore(1, fair_every=1000)
     await sem.acquire(1)  # the only permit is taken
     order: list[str] = []
 
@@ -206,3 +206,25 @@ async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
     assert [c[1] for c in api.calls][-1] == "create_node"  # registered again
+
+
+async def test_priority_semaphore_never_starves_low_priority() -> None:
+    from hollow.api import PrioritySemaphore
+
+    sem = PrioritySemaphore(1, fair_every=4)
+    await sem.acquire(0)
+    order: list[str] = []
+
+    async def worker(name: str, prio: int) -> None:
+        await sem.acquire(prio)
+        order.append(name)
+        sem.release()
+
+    tasks = [asyncio.ensure_future(worker(f"pod{i}", 1)) for i in range(2)]
+    tasks += [asyncio.ensure_future(worker(f"lease{i}", 0)) for i in range(8)]
+    await asyncio.sleep(0)
+    sem.release()
+    await asyncio.gather(*tasks)
+    # heartbeats first, but every 4th permit goes to the waiting pod work
+    assert order == ["lease0", "lease1", "lease2", "pod0", "lease3", "lease4", "lease5", "pod1",
+                     "lease6", "lease7"]
