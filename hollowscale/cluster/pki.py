@@ -60,30 +60,36 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
+def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey,
+             ca: bool) -> x509.CertificateBuilder:
+    """Common fields of every certificate: validity, basic constraints, key usage."""
+    now = dt.datetime.now(dt.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=ca,
+                                     crl_sign=ca, encipher_only=False, decipher_only=False), critical=True)
+    )
+
+
 def _issue(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, subject: x509.Name,
            out: Path, stem: str, *, server: bool, client: bool,
            dns: tuple[str, ...] = (), ips: tuple[str, ...] = ()) -> CertPair:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
     usages = []
     if server:
         usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
     if client:
         usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-    )
+    builder = _builder(subject, ca_cert.subject, key, ca=False).add_extension(
+        x509.ExtendedKeyUsage(usages), critical=False)
     if dns or ips:
         sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
         sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
@@ -99,21 +105,8 @@ def create_pki(out: Path, service_ip: str = "10.0.0.1") -> ClusterPKI:
     """Generate a CA and every certificate a local cluster needs into ``out``."""
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("hollowscale-ca"))
-        .issuer_name(_name("hollowscale-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                     crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert = _builder(_name("hollowscale-ca"), _name("hollowscale-ca"), ca_key, ca=True).sign(
+        ca_key, hashes.SHA256())
     ca = CertPair(out / "ca.crt", out / "ca.key")
     _write_key(ca_key, ca.key)
     _write_cert(ca_cert, ca.cert)
