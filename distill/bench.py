@@ -293,6 +293,7 @@ class Bench:
             "duration_s": round(duration_s, 1),
             "pinning": self.pinning,
             "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.s).items()},
+            "teacher_exit_codes": teacher_rows.get("exit_codes"),
             "teacher": {
                 "checkpoint": str(self.checkpoint),
                 **{k: self.teacher_meta.get(k) for k in ("test_accuracy", "torch_version")},

@@ -30,6 +30,7 @@ class TeacherProcess:
     cpus: str | None = None
     threads: int = 1
     port: int = 0
+    host: str = "127.0.0.1"  # bind address; EndpointSlices refuse loopback, so K8s tests use an interface IP
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
@@ -37,7 +38,7 @@ class TeacherProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> None:
         """Launch (again, on the same port if it had one)."""
@@ -47,7 +48,7 @@ class TeacherProcess:
         self._log = (self.workdir / f"{self.name}.log").open("ab")
         cmd = [
             sys.executable, "-m", "distill.teacher",
-            "--host", "127.0.0.1", "--port", str(self.port), "--port-file", str(port_file),
+            "--host", self.host, "--port", str(self.port), "--port-file", str(port_file),
             "--checkpoint", str(self.checkpoint), "--threads", str(self.threads),
             *self.extra_args,
         ]  # fmt: skip

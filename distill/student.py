@@ -148,6 +148,7 @@ def train(s: StudentSettings) -> dict[str, Any]:
     epochs_out: list[dict[str, Any]] = []
     seen: set[tuple[int, int]] = set()
     eval_intervals: list[tuple[float, float]] = []
+    eval_cpu_main = eval_cpu_proc = 0.0  # evaluation is not training: its CPU is subtracted
     load_start = os.getloadavg()
     duplicates = 0
     trained = 0
@@ -170,10 +171,14 @@ def train(s: StudentSettings) -> dict[str, Any]:
 
     def end_epoch() -> None:
         nonlocal epoch_samples, epoch_train_s, epoch_teacher_s, wait_mark
+        nonlocal eval_cpu_main, eval_cpu_proc
         t_eval = time.time()
+        c_main, c_proc = time.thread_time(), time.process_time()
         last = epoch + 1 == s.epochs
         acc = evaluate(net, test_x, test_y) if (s.eval_each_epoch or last) else float("nan")
         eval_intervals.append((round(t_eval, 3), round(time.time(), 3)))
+        eval_cpu_main += time.thread_time() - c_main
+        eval_cpu_proc += time.process_time() - c_proc
         wait_now = reader.stats.consumer_wait_s if reader else 0.0
         rec = {
             "epoch": epoch + 1,
@@ -233,7 +238,8 @@ def train(s: StudentSettings) -> dict[str, Any]:
             epoch_samples += batch.size
             progress.update(trained, epoch)
         progress.update(trained, epoch, force=True)
-        cpu_main, cpu_proc = time.thread_time() - cpu_main0, time.process_time() - cpu_proc0
+        cpu_main = time.thread_time() - cpu_main0 - eval_cpu_main
+        cpu_proc = time.process_time() - cpu_proc0 - eval_cpu_proc
         end_epoch()
     finally:
         progress.close()
