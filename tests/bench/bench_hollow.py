@@ -348,7 +348,7 @@ def pod_body(i: int, engine: Any, mode: str) -> dict[str, Any]:
     else:
         spec["nodeSelector"] = {"bench-engine": engine.name}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{i}", "labels": {"bench": mode},
+            "metadata": {"name": f"{mode}-{i}", "labels": {"bench": mode},
                          "annotations": {"hollowscale.io/run-duration": f"{RUN_DURATION_S}s"}},
             "spec": spec}
 
@@ -382,9 +382,17 @@ async def pod_phase(api: ApiClient, engine: Any, cpu: CpuMeter, ns: str, pods: i
                               max(1.0, cap + RUN_DURATION_S - (time.monotonic() - t0)))
     c = cpu.snap()
     log(f"  {engine.name}/{mode}: {len(tracker.done)} finished after {time.monotonic() - t0:.1f}s ({tracker.failed} failed)")
-    await api.request("delete_pods", "DELETE", f"/api/v1/namespaces/{ns}/pods",
-                      params={"gracePeriodSeconds": "0", "labelSelector": f"bench={mode}"})
-    await wait_for("pods gone", lambda: not tracker.exists, 120)
+    # one DELETE per pod, in parallel: a deletecollection runs through the pods one by one
+    # (--delete-collection-workers=1) and took minutes for 20,000
+    async def delete(i: int) -> None:
+        await api.request("delete_pod", "DELETE", f"/api/v1/namespaces/{ns}/pods/{mode}-{i}",
+                          body={"gracePeriodSeconds": 0}, retry=False)
+
+    deleting = asyncio.ensure_future(gather_bounded(pods, delete, 256))
+    await wait_for("pods gone", lambda: not tracker.exists, args.delete_cap_s)
+    deleting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await deleting
     t_deleted = time.monotonic() - t0
     d = cpu.snap()
     wtask.cancel()
@@ -480,10 +488,14 @@ async def run_engine(engine: Any, api: ApiClient, info: ClusterInfo, args: argpa
             await asyncio.sleep(5)
     d = cpu.snap()
     await engine.stop(api)
-    await api.request("delete_nodes", "DELETE", "/api/v1/nodes", params={"labelSelector": engine.label})
+    async def delete_node(i: int) -> None:
+        await api.request("delete_node", "DELETE", f"/api/v1/nodes/{engine.node_names[i]}", retry=False)
+
+    deleting = asyncio.ensure_future(gather_bounded(args.nodes, delete_node, 256))
     await wait_for("nodes deleted", lambda: not nodes.names, 180)
+    await deleting
     prefix = engine.node_names[0].rsplit("-", 1)[0] + "-"
-    for _ in range(12):  # the garbage collector removes the Leases the Nodes own; wait so the next engine
+    for _ in range(6):  # the garbage collector removes the Leases the Nodes own; wait so the next engine
         if not await lease_ages(api, prefix):  # does not pay for it
             break
         await asyncio.sleep(10)
@@ -623,6 +635,7 @@ def main() -> None:
     p.add_argument("--steady-s", type=int, default=180)
     p.add_argument("--settle-s", type=int, default=15, help="pause between all-Ready and the steady window")
     p.add_argument("--register-cap-s", type=int, default=300, help="give up waiting for all nodes Ready after this")
+    p.add_argument("--delete-cap-s", type=int, default=150, help="stop waiting for pod deletion after this")
     p.add_argument("--pod-cap-s", type=int, default=300,
                    help="per pod mode, stop waiting for Running/finished this long after creation began")
     p.add_argument("--engines", default="hollow,kwok")
