@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 log = logging.getLogger("distill.discovery")
@@ -81,14 +81,21 @@ class EndpointSliceSettings:
     port_name: str | None = None
     scheme: str = "http"
     watch_timeout_s: int = 30  # server-side watch timeout; the watch is re-opened after it
+    #: Endpoint address -> host to connect to instead, as a pod's ``hostAliases`` would do in
+    #: /etc/hosts: for FQDN slices whose names no DNS here resolves (and for tests, which keep all
+    #: traffic on loopback although the API server refuses loopback addresses in EndpointSlices).
+    host_aliases: Mapping[str, str] = field(default_factory=dict)
 
 
-def endpoints_from_slices(slices: Iterable[Any], port_name: str | None = None, scheme: str = "http") -> frozenset[str]:
+def endpoints_from_slices(slices: Iterable[Any], port_name: str | None = None, scheme: str = "http",
+                          host_aliases: Mapping[str, str] | None = None) -> frozenset[str]:
     """Union of ready endpoint addresses x port over EndpointSlice objects (client models).
 
     Per the EndpointSlice API, an unset ``ready`` condition means ready; terminating or
-    not-ready endpoints are left out.
+    not-ready endpoints are left out. Addresses may be IPv4, IPv6 or FQDN; ``host_aliases``
+    maps an address to the host actually connected to.
     """
+    aliases = host_aliases or {}
     urls: set[str] = set()
     for s in slices:
         port = None
@@ -105,6 +112,7 @@ def endpoints_from_slices(slices: Iterable[Any], port_name: str | None = None, s
             if cond is not None and cond.ready is False:
                 continue
             for addr in ep.addresses or []:
+                addr = aliases.get(addr, addr)
                 host = f"[{addr}]" if ":" in addr else addr
                 urls.add(f"{scheme}://{host}:{port}")
     return frozenset(urls)
@@ -153,7 +161,8 @@ class EndpointSliceTeachers:
         return client.DiscoveryV1Api(api_client)
 
     def _publish(self, on_change: OnChange) -> None:
-        urls = endpoints_from_slices(self._slices.values(), self.settings.port_name, self.settings.scheme)
+        urls = endpoints_from_slices(self._slices.values(), self.settings.port_name, self.settings.scheme,
+                                     self.settings.host_aliases)
         if urls != self._last:
             self._last = urls
             log.info("EndpointSlices of %s: %d teacher(s) %s", self.describe(), len(urls), sorted(urls))

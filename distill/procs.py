@@ -30,7 +30,7 @@ class TeacherProcess:
     cpus: str | None = None
     threads: int = 1
     port: int = 0
-    host: str = "127.0.0.1"  # bind address; EndpointSlices refuse loopback, so K8s tests use an interface IP
+    host: str = "127.0.0.1"  # bind address (loopback: all test traffic stays on this machine)
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None

@@ -3,13 +3,13 @@
 The Service has no selector and we write its EndpointSlices ourselves, pointing at real
 teacher processes on this machine; adding and deleting slices while the reader runs is
 exactly what the EndpointSlice controller does when teacher pods come and go. The API server
-refuses loopback addresses in EndpointSlices (as it would for a pod IP), so the teachers
-bind this machine's first non-loopback IPv4 address instead of 127.0.0.1.
+refuses loopback addresses in EndpointSlices (as it would for a pod IP), and load in this project
+only ever targets loopback, so the slices carry FQDN addresses (``teacher-a.hollowscale.test``)
+that the discovery's ``host_aliases`` maps to 127.0.0.1, as a pod's ``hostAliases`` would.
 """
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
 import pytest
 import torch
 from kubernetes import client, config
@@ -32,22 +31,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 TINY = NetConfig(channels=(4, 8), convs_per_stage=1, hidden=16)
 
 
-def local_ipv4() -> str:
-    """This machine's first non-loopback, non-link-local IPv4 address."""
-    for addrs in psutil.net_if_addrs().values():
-        for a in addrs:
-            if a.family == socket.AF_INET and not a.address.startswith(("127.", "169.254.")):
-                return str(a.address)
-    pytest.fail("no non-loopback IPv4 address on this machine: EndpointSlices refuse 127.0.0.1", pytrace=False)
-
 
 @pytest.fixture
 def teachers(tmp_path: Path) -> Iterator[tuple[Path, list[TeacherProcess]]]:
     torch.manual_seed(0)
     ckpt = tmp_path / "tiny.pt"
     save_checkpoint(ConvNet(TINY), ckpt)
-    host = local_ipv4()
-    ts = [TeacherProcess(ckpt, tmp_path, f"t{i}", host=host) for i in range(2)]
+    ts = [TeacherProcess(ckpt, tmp_path, f"t{i}") for i in range(2)]
     for t in ts:
         t.start()
     for t in ts:
@@ -57,7 +47,10 @@ def teachers(tmp_path: Path) -> Iterator[tuple[Path, list[TeacherProcess]]]:
         t.stop()
 
 
-def _slice(name: str, service: str, host: str, port: int) -> client.V1EndpointSlice:
+ALIASES = {"teacher-a.hollowscale.test": "127.0.0.1", "teacher-b.hollowscale.test": "127.0.0.1"}
+
+
+def _slice(name: str, service: str, fqdn: str, port: int) -> client.V1EndpointSlice:
     return client.V1EndpointSlice(
         metadata=client.V1ObjectMeta(
             name=name,
@@ -66,9 +59,9 @@ def _slice(name: str, service: str, host: str, port: int) -> client.V1EndpointSl
                 "endpointslice.kubernetes.io/managed-by": "hollowscale-tests",
             },
         ),
-        address_type="IPv4",
+        address_type="FQDN",
         ports=[client.DiscoveryV1EndpointPort(name="http", port=port, protocol="TCP")],
-        endpoints=[client.V1Endpoint(addresses=[host], conditions=client.V1EndpointConditions(ready=True))],
+        endpoints=[client.V1Endpoint(addresses=[fqdn], conditions=client.V1EndpointConditions(ready=True))],
     )
 
 
@@ -89,19 +82,20 @@ def test_reader_follows_endpointslices_while_training(
                 spec=client.V1ServiceSpec(ports=[client.V1ServicePort(name="http", port=8501)]),
             ),
         )
-        disc.create_namespaced_endpoint_slice(ns, _slice("teachers-a", "teachers", a.host, a.port))
+        disc.create_namespaced_endpoint_slice(ns, _slice("teachers-a", "teachers", "teacher-a.hollowscale.test", a.port))
 
         sp = make_split(synthetic_dataset(n_train=2600, n_test=10), labelled=200)
         stream = list(iter_epoch(sp, StreamSettings(batch_size=32, labelled_per_batch=8), seed=0, epoch=0))
         net = load_checkpoint(ckpt).build()
-        source = EndpointSliceTeachers(EndpointSliceSettings(ns, "teachers", str(cluster.kubeconfig), "http"))
+        source = EndpointSliceTeachers(EndpointSliceSettings(ns, "teachers", str(cluster.kubeconfig), "http",
+                                                             host_aliases=ALIASES))
         got = []
         marks: dict[str, int] = {}
         with DistillReader(stream, source, ReaderSettings(window=8)) as r:
             for i, (batch, logits) in enumerate(r):
                 got.append((batch, logits))
                 if i == 10:
-                    disc.create_namespaced_endpoint_slice(ns, _slice("teachers-b", "teachers", b.host, b.port))
+                    disc.create_namespaced_endpoint_slice(ns, _slice("teachers-b", "teachers", "teacher-b.hollowscale.test", b.port))
                     deadline = time.monotonic() + 30
                     while b.url not in r.live_teachers() and time.monotonic() < deadline:
                         time.sleep(0.05)

@@ -41,6 +41,15 @@ def test_port_name_selects_the_port_and_ipv6_is_bracketed() -> None:
     assert endpoints_from_slices([s], port_name="metrics") == {"http://[fd00::1]:8501"}
 
 
+def test_host_aliases_map_fqdn_endpoints() -> None:
+    s = _slice("a", 8501, [(["teacher-a.hollowscale.test"], True), (["teacher-b.hollowscale.test"], True)])
+    aliases = {"teacher-a.hollowscale.test": "127.0.0.1"}
+    assert endpoints_from_slices([s], host_aliases=aliases) == {
+        "http://127.0.0.1:8501",
+        "http://teacher-b.hollowscale.test:8501",
+    }
+
+
 def test_urls_need_host_and_port() -> None:
     assert normalise_url("127.0.0.1:8501/") == "http://127.0.0.1:8501"
     for bad in ("127.0.0.1:", "127.0.0.1", "http://:80"):
