@@ -41,6 +41,11 @@ bench-cluster: setup ## cluster up/down medians -> reports/bench/cluster.json
 bench-loadgen: setup ## Locust job creates/s (scale profile) and collector throughput -> reports/bench/loadgen.json
 	$(PY) tests/bench/bench_loadgen.py
 
+bench-distill: setup ## pure / same-net / service distillation, 3 seeds -> reports/bench/distill.json (~20 min)
+	$(HS) distill bench --out reports/distill-bench
+	cp reports/distill-bench/summary.json reports/bench/distill.json
+	cp reports/distill-bench/summary.md reports/bench/distill.md
+
 bench: bench-cluster bench-hollow bench-loadgen bench-distill
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)

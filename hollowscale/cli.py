@@ -129,10 +129,12 @@ def cluster_status(cluster_dir: Path) -> None:
 
 # --- engine and orchestrator command groups, mounted here -------------------------------------
 # (each import is its owner's contract; see DESIGN.md "Contracts")
+from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
 from hollowscale.run_cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
 
 main.add_command(nodes_group)
+main.add_command(distill_group)
 main.add_command(run_cmd)
 main.add_command(validate_cmd)
 main.add_command(compare_cmd)
