@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -18,10 +17,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hollowscale.cluster.binaries import ensure_binaries  # noqa: E402
-from hollowscale.cluster.local import LocalCluster  # noqa: E402
-from hollowscale.cluster.processes import port_in_use  # noqa: E402
-from tests.bench.machine import machine_facts  # noqa: E402
+from hollowscale.cluster.binaries import ensure_binaries
+from hollowscale.cluster.local import LocalCluster
+from hollowscale.cluster.processes import port_in_use
+from tests.bench.machine import machine_facts
+
+
+def _running(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def one_cycle(profile: str) -> dict[str, object]:
@@ -33,8 +40,7 @@ def one_cycle(profile: str) -> dict[str, object]:
         started = time.monotonic()
         local.down()
         down_s = time.monotonic() - started
-        leftover_pids = [p for p in info.pids.values() if os.path.exists(f"/proc/{p}")
-                         and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        leftover_pids = [p for p in info.pids.values() if _running(p)]
         leftover_ports = [p for p in info.ports.values() if port_in_use(p)]
         return {"up_s": round(up_s, 2), "down_s": round(down_s, 2), "leftover_pids": leftover_pids,
                 "leftover_ports": leftover_ports}

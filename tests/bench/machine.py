@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import platform
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
@@ -14,20 +16,13 @@ from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
 def machine_facts() -> dict[str, Any]:
     """Date, CPU model, cores, memory, OS, Python and Go versions, pinned component versions."""
     cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), cpu)
     mem_kb = 0
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal"):
-                mem_kb = int(line.split()[1])
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        mem_kb = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
+                       if ln.startswith("MemTotal")), 0)
     try:
         go = subprocess.run(["go", "version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
