@@ -185,7 +185,7 @@ class Runner:
 
     def _barrier(self) -> None:
         assert self.endpoint is not None
-        expected = set()
+        expected: set[str] = set()
         for p in self.sc.pools:
             expected.update(f"{p['name']}-{i}" for i in range(int(p.get("count", 0))))
         s = session_for(self.endpoint, 1)
