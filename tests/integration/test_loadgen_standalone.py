@@ -46,6 +46,8 @@ def test_locust_alone_follows_the_curve(cluster, tmp_path: Path, processes: int)
     jobs = orjson.loads(s.get(f"{ep.server}/apis/batch/v1/namespaces/{ns}/jobs", params=sel, timeout=30).content)["items"]
     bare = [p for p in orjson.loads(s.get(f"{ep.server}/api/v1/namespaces/{ns}/pods", params=sel, timeout=30).content)["items"]
             if not p["metadata"].get("ownerReferences")]
-    assert len(jobs) + len(bare) == creates
+    # Locust kills users at the end of the run (stop_timeout 0): a create already sent may succeed on
+    # the server without ever being recorded, at most one per user, and never the other way round.
+    assert creates <= len(jobs) + len(bare) <= creates + 4
     assert 0.45 < len(jobs) / creates < 0.9  # shares 1 : 0.5
     s.delete(f"{ep.server}/api/v1/namespaces/{ns}", timeout=30)
