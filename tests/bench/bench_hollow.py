@@ -601,6 +601,31 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def auto_notes(doc: dict[str, Any]) -> list[str]:
+    """Observations derived from the figures (who was the bottleneck), so the reader need not work them out."""
+    notes = []
+    for name, e in doc["engines"].items():
+        st = e.get("steady") or {}
+        age = (st.get("lease_age_s") or {}).get("p50")
+        if age:
+            rate = doc["params"]["nodes"] / (2 * age)
+            notes.append(
+                f"{name}: kubelet cadence asks for {doc['params']['nodes'] / 10:.0f} lease renewals/s; the median lease "
+                f"age of {age} s means about {rate:.0f}/s were accepted, with kube-apiserver at "
+                f"{st['cores'].get('kube-apiserver')} cores and etcd at {st['cores'].get('etcd')} cores while "
+                f"{name} itself used {st.get('engine_cores')} cores: the control plane was the bottleneck"
+                if rate < 0.8 * doc["params"]["nodes"] / 10 else
+                f"{name}: leases renewed at about {rate:.0f}/s, i.e. at kubelet cadence")
+        for mode in ("bare", "scheduler"):
+            p = e.get(f"pods_{mode}") or {}
+            if p and not p.get("complete"):
+                notes.append(
+                    f"{name}/{mode}: capped at {p['cap_s']} s after creation began; creating the {p['pods']} pods alone "
+                    f"took {p['create_s']} s ({p['create_pods_per_s']} pods/s accepted by the apiserver); "
+                    f"{p['running']} reached Running and {p['finished']} finished by then")
+    return notes
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -645,7 +670,17 @@ def main() -> None:
     p.add_argument("--work", default=str(ROOT / ".hollowscale" / "bench-hollow"))
     p.add_argument("--cluster-dir", default=str(ROOT / ".hollowscale" / "bench-hollow" / "cluster"))
     p.add_argument("--keep-cluster", action="store_true")
+    p.add_argument("--render", metavar="JSON", help="only re-render JSON (+ notes) into JSON and Markdown")
+    p.add_argument("--note", action="append", default=[], help="a note to add (with --render)")
     args = p.parse_args()
+    if args.render:
+        path = Path(args.render)
+        doc = json.loads(path.read_text())
+        doc["notes"] = auto_notes(doc) + list(args.note)
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        write_md(doc, path.with_suffix(".md"))
+        log(f"re-rendered {path} and {path.with_suffix('.md')}")
+        return
     if "kwok" in args.engines and not Path(args.kwok).exists():
         log(f"building KWOK {KWOK_VERSION} from the Go module proxy")
         Path(args.kwok).parent.mkdir(parents=True, exist_ok=True)
@@ -664,6 +699,7 @@ def main() -> None:
         "control_plane_flags": {k: v for k, v in out["info"].flags.items()},
         "engines": engines, "notes": [],
     }
+    doc["notes"] = auto_notes(doc)
     if "hollow" in engines and "kwok" in engines:
         doc["ratios"] = ratios(engines["hollow"], engines["kwok"])
         doc["targets"] = targets(engines["hollow"], doc["ratios"])
