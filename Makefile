@@ -38,6 +38,9 @@ cluster-down:
 bench-cluster: setup ## cluster up/down medians -> reports/bench/cluster.json
 	$(PY) tests/bench/bench_cluster.py --runs 5 --out reports/bench/cluster.json
 
+bench-hollow: setup ## 10,000 GPU nodes + 20,000 pods, hollow vs KWOK (scale profile) -> reports/bench/hollow.json
+	$(PY) tests/bench/bench_hollow.py
+
 bench-loadgen: setup ## Locust job creates/s (scale profile) and collector throughput -> reports/bench/loadgen.json
 	$(PY) tests/bench/bench_loadgen.py
 
