@@ -11,6 +11,7 @@ figures; these events are the same view for someone driving Locust alone.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from loadgen.kubehttp import SYNC, list_then_watch, session_for
@@ -51,17 +52,21 @@ class LatencyWatcher:
         seen.add(what)
         return True
 
-    def _pods(self) -> None:
+    def _live(self, path: str) -> Iterator[tuple[dict[str, Any], str, str, float, float]]:
+        """Listed and watched objects of ``path`` that still exist: (object, uid, workload/role, first seen, now)."""
         s = session_for(self.endpoint, 1)
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
-        for typ, pod, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
+        for typ, obj, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
             if typ == SYNC or typ == "DELETED":
                 continue
-            meta = pod.get("metadata") or {}
+            meta = obj.get("metadata") or {}
             uid = meta.get("uid", "")
             labels = meta.get("labels") or {}
             name = f"{labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
-            first = self.first_seen.setdefault(uid, t)
+            yield obj, uid, name, self.first_seen.setdefault(uid, t), t
+
+    def _pods(self) -> None:
+        for pod, uid, name, first, t in self._live(f"/api/v1/namespaces/{self.namespace}/pods"):
+            meta = pod.get("metadata") or {}
             if (pod.get("spec") or {}).get("nodeName") and self._mark(uid, "sched"):
                 self.fire("SCHEDULE", name, t - first)
             phase = (pod.get("status") or {}).get("phase")
@@ -71,16 +76,8 @@ class LatencyWatcher:
                 self.fire("COMPLETE", f"Pod {name}", t - first, None if phase == "Succeeded" else "pod failed")
 
     def _jobs(self) -> None:
-        s = session_for(self.endpoint, 1)
-        path = f"/apis/batch/v1/namespaces/{self.namespace}/jobs"
-        for typ, job, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
-            if typ == SYNC or typ == "DELETED":
-                continue
-            meta = job.get("metadata") or {}
-            uid = meta.get("uid", "")
-            labels = meta.get("labels") or {}
-            name = f"Job {labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
-            first = self.first_seen.setdefault(uid, t)
+        for job, uid, role, first, t in self._live(f"/apis/batch/v1/namespaces/{self.namespace}/jobs"):
+            name = f"Job {role}"
             for c in (job.get("status") or {}).get("conditions") or []:
                 if c.get("status") != "True":
                     continue
