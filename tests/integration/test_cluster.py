@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client, config
+from waiting import wait_until
 
 from hollowscale.cluster.local import ClusterInfo
 
@@ -30,15 +29,6 @@ def namespace(api: client.ApiClient) -> Iterator[str]:
     yield name
     core.delete_namespace(name)
 
-
-def wait_until(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_kubectl_lists_namespaces(kubectl: list[str]) -> None:

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config, watch
+from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
 
@@ -31,15 +32,6 @@ NODES = 200
 TAINT = "hollowscale.io/test"
 ARTIFACTS = Path(__file__).parent.parent / ".artifacts"
 
-
-def wait_until(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @dataclass

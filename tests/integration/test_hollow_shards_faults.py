@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config
+from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
 
@@ -19,15 +19,6 @@ pytestmark = pytest.mark.integration
 NODES = 20
 ARTIFACTS = Path(__file__).parent.parent / ".artifacts"
 
-
-def wait_until(what: str, check: Any, timeout: float, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
