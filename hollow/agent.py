@@ -32,7 +32,7 @@ from hollow.server import make_app, serve
 from hollow.settings import AgentSettings
 from hollow.sharding import assign
 from hollow.watching import Watcher
-from hollowscale.kube import KubeEndpoint
+from kubecore.config import KubeEndpoint
 
 log = logging.getLogger("hollow.agent")
 

@@ -27,7 +27,7 @@ import orjson
 from yarl import URL
 
 from hollow.metrics import Metrics
-from hollowscale.kube import KubeEndpoint
+from kubecore.config import KubeEndpoint
 
 log = logging.getLogger("hollow.api")
 

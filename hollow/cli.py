@@ -53,7 +53,7 @@ def run(kubeconfig: str, pools_file: str, shard: object, metrics_port: int, metr
         delete_nodes_on_exit: bool, heartbeat_factor: float, max_inflight: int, log_level: str) -> None:
     """Run a hollow-node agent in the foreground until SIGTERM/SIGINT."""
     from hollow.agent import run_agent
-    from hollowscale.kube import load_endpoint
+    from kubecore.config import load_endpoint
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from hollow.durations import DurationDist, parse_go_duration
-from hollowscale.kube import parse_quantity
+from kubecore.quantity import parse_quantity
 
 
 class PoolsError(ValueError):

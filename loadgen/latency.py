@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from loadgen.kubehttp import SYNC, list_then_watch, session_for
+from kubecore.watch import SYNC, list_then_watch, session_for
 from loadgen.workloads import LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
 
 

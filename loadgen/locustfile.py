@@ -31,8 +31,10 @@ from locust import events, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.runners import WorkerRunner
 
-from hollowscale.kube import load_endpoint
-from loadgen.kubehttp import ensure_namespace, ssl_context_factory
+from kubecore.config import load_endpoint
+from kubecore.namespaces import claim_namespace
+from kubecore.tls import client_ssl_context
+from kubecore.watch import session_for
 from loadgen.latency import LatencyWatcher
 from loadgen.shapes import make_shape_class
 from loadgen.spec import load_spec
@@ -70,6 +72,18 @@ def _options(parser: Any) -> None:
                    default=False, help="fail instead of creating the namespace")
 
 
+def ssl_context_factory(endpoint: Any) -> Any:
+    """A factory for geventhttpclient: the kubeconfig's CA and client certificate, from gevent.ssl."""
+
+    def factory(*_args: Any, **_kwargs: Any) -> Any:
+        import gevent.ssl
+
+        return client_ssl_context(endpoint.ca_file, endpoint.cert_file, endpoint.key_file, endpoint.insecure,
+                                  module=gevent.ssl)
+
+    return factory
+
+
 def _load(options: Any) -> None:
     if STATE.spec is not None:
         return
@@ -98,7 +112,7 @@ def _test_start(environment: Any, **_kw: Any) -> None:
         return
     opts = environment.parsed_options
     if not (opts and opts.no_create_namespace):
-        ensure_namespace(STATE.endpoint, STATE.spec["namespace"], {LABEL_RUN: STATE.run_id})
+        claim_namespace(session_for(STATE.endpoint, 1), STATE.endpoint.server, STATE.spec["namespace"], STATE.run_id)
     if not (opts and opts.no_latency_events):
         STATE.watcher = LatencyWatcher(environment, STATE.endpoint, STATE.spec["namespace"],
                                        None if STATE.run_id == "adhoc" else STATE.run_id)

@@ -27,7 +27,7 @@ import yaml
 
 from hollowscale.cluster.binaries import Binaries, binaries
 from hollowscale.cluster.pki import ClusterPKI, create_pki
-from hollowscale.cluster.processes import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
+from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
 from hollowscale.cluster.profiles import Profile, get_profile
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
 

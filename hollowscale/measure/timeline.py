@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hollowscale.kube import KubeEndpoint, parse_quantity
-from loadgen.kubehttp import SYNC, list_then_watch, now_ms, session_for
+from kubecore.config import KubeEndpoint
+from kubecore.quantity import parse_quantity
+from kubecore.watch import SYNC, list_then_watch, now_ms, session_for
 from loadgen.workloads import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
 
 

@@ -35,7 +35,7 @@ import requests
 import yaml
 
 from hollowscale import __version__
-from hollowscale.kube import KubeEndpoint, load_endpoint
+from kubecore.config import KubeEndpoint, load_endpoint
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.prom import PrometheusServer, PromQueries, Target, free_port, targets_from_metrics
 from hollowscale.measure.timeline import TimelineCollector
@@ -43,7 +43,8 @@ from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.children import Children
 from hollowscale.run.progress import Progress
 from hollowscale.scenario import Scenario
-from loadgen.kubehttp import ensure_namespace, session_for
+from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
+from kubecore.watch import session_for
 
 REPO = Path(__file__).resolve().parents[2]
 LOCUSTFILE = REPO / "loadgen" / "locustfile.py"
@@ -81,6 +82,7 @@ class Runner:
         self.cluster_started = False
         self.local: Any = None
         self.endpoint: KubeEndpoint | None = None
+        self.namespace: NamespaceClaim | None = None
         self.kubeconfig: Path | None = None
         self.prom: PrometheusServer | None = None
         self.collector: TimelineCollector | None = None
@@ -488,12 +490,11 @@ class Runner:
             a.stop(grace_s=90)
         if self.prom is not None:
             self.prom.stop()
-        if self.endpoint is not None:
+        if self.endpoint is not None and self.namespace is not None:
             try:
-                s = session_for(self.endpoint, 1)
-                s.delete(f"{self.endpoint.server}/api/v1/namespaces/{self.sc.cluster.namespace}", timeout=30)
-            except requests.RequestException as exc:
-                self.errors.append(f"namespace delete failed: {exc}")
+                release_namespace(session_for(self.endpoint, 1), self.endpoint.server, self.namespace)
+            except (requests.RequestException, RuntimeError) as exc:
+                self.errors.append(f"namespace cleanup failed: {exc}")
         self.children.stop_all(grace_s=10)
         if self.local is not None and self.cluster_started and not self.keep_cluster:
             self.progress.log("stopping the local cluster this run started")
@@ -517,7 +518,8 @@ class Runner:
                 self._phase("cluster")
                 self._cluster()
                 assert self.endpoint is not None
-                ensure_namespace(self.endpoint, self.sc.cluster.namespace, {"hollowscale.io/run": self.run_id})
+                self.namespace = claim_namespace(session_for(self.endpoint, 1), self.endpoint.server,
+                                                 self.sc.cluster.namespace, self.run_id, log=self.progress.log)
                 self._phase("agents")
                 self.collector = TimelineCollector(self.endpoint, self.sc.cluster.namespace, self.run_id)
                 self.collector.start()

@@ -133,7 +133,7 @@ class WorkloadSpec:
         return sum(r.replicas for r in self.roles)
 
     def gpus_per_instance(self) -> float:
-        from hollowscale.kube import parse_quantity
+        from kubecore.quantity import parse_quantity
 
         return float(
             sum(parse_quantity(r.resources.get("nvidia.com/gpu", "0")) * r.replicas for r in self.roles)
@@ -317,7 +317,7 @@ class Scenario:
 
     @property
     def gpus_total(self) -> float:
-        from hollowscale.kube import parse_quantity
+        from kubecore.quantity import parse_quantity
 
         return float(
             sum(

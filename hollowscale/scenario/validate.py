@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from hollowscale.kube import parse_quantity
+from kubecore.quantity import parse_quantity
 from hollowscale.scenario.errors import FieldError, ScenarioError
 from hollowscale.scenario.model import (
     BACKENDS,

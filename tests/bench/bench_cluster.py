@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hollowscale.cluster.binaries import ensure_binaries
 from hollowscale.cluster.local import LocalCluster
-from hollowscale.cluster.processes import port_in_use
+from kubecore.procs import port_in_use
 from tests.bench.machine import machine_facts
 
 

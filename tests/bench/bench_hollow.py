@@ -50,7 +50,7 @@ from hollow.metrics import Metrics  # noqa: E402
 from hollow.process import AgentProcess, start_agent  # noqa: E402
 from hollow.watching import Watcher, WatchSettings  # noqa: E402
 from hollowscale.cluster.local import ClusterInfo, LocalCluster  # noqa: E402
-from hollowscale.kube import load_endpoint  # noqa: E402
+from kubecore.config import load_endpoint  # noqa: E402
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION  # noqa: E402
 
 RUN_DURATION_S = 10

@@ -36,9 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from hollowscale.cluster.local import LocalCluster  # noqa: E402
-from hollowscale.kube import load_endpoint  # noqa: E402
+from kubecore.config import load_endpoint  # noqa: E402
 from hollowscale.measure.timeline import Timeline, TimelineCollector  # noqa: E402
-from loadgen.kubehttp import ensure_namespace, session_for  # noqa: E402
+from kubecore.namespaces import claim_namespace  # noqa: E402
+from kubecore.watch import session_for  # noqa: E402
 
 NS = "bench-loadgen"
 RUN_ID = "bench-loadgen"
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace, out: Path, work: Path, info) -> int:
         if s.get(f"{ep.server}/api/v1/namespaces/{NS}", timeout=10).status_code == 404:
             break
         time.sleep(1)
-    ensure_namespace(ep, NS)
+    claim_namespace(session_for(ep, 1), ep.server, NS, RUN_ID)
     tl = Timeline()
     buckets: dict[int, int] = {}
     orig_pod, orig_job = tl.apply_pod, tl.apply_job

@@ -12,7 +12,7 @@ import pytest
 
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, LocalCluster
-from hollowscale.cluster.processes import port_in_use
+from kubecore.procs import port_in_use
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hollowscale.kube import load_endpoint
-from loadgen.kubehttp import session_for
+from kubecore.config import load_endpoint
+from kubecore.watch import session_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration

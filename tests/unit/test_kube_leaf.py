@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from hollowscale.kube import format_quantity, load_endpoint, parse_quantity
-from hollowscale.kube.config import KubeconfigError
+from kubecore.config import KubeconfigError
 
 
 @pytest.mark.parametrize(("text", "value"), [

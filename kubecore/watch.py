@@ -1,8 +1,8 @@
-"""Lean HTTP to the API server for the load generator and the watchers (gevent-compatible).
+"""Synchronous HTTP to the API server: an authenticated session and the one list-then-watch loop.
 
-Creates go through Locust's ``FastHttpUser`` (geventhttpclient) with :func:`ssl_context_factory`;
-watches use ``requests`` with streaming, which cooperates with gevent once Locust has monkey-patched
-the standard library, and works in plain threads in the orchestrator.
+The orchestrator's collectors and barriers and the load generator's watchers use this (``requests``
+with streaming cooperates with gevent once Locust has monkey-patched the standard library, and
+works in plain threads elsewhere).  The hollow agent has its own async client for its hot path.
 
 :func:`list_then_watch` is the one watch loop: paginated LIST, then WATCH from its resourceVersion
 with bookmarks, resume from the last resourceVersion after a dropped stream, relist on 410 Gone,
@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import requests
 
-from hollowscale.kube import KubeEndpoint, load_endpoint
+from kubecore.config import KubeEndpoint
 
 #: the synthetic event type for objects that came from a (re)LIST rather than from the watch stream
 SYNC = "SYNC"
@@ -26,23 +26,6 @@ SYNC = "SYNC"
 
 def now_ms() -> float:
     return time.time() * 1000.0
-
-
-def ssl_context_factory(endpoint: KubeEndpoint) -> Callable[..., Any]:
-    """A factory for geventhttpclient: the kubeconfig's CA and client certificate."""
-
-    def factory(*_args: Any, **_kwargs: Any) -> Any:
-        import gevent.ssl
-
-        ctx = gevent.ssl.create_default_context(cafile=endpoint.ca_file)
-        if endpoint.insecure:
-            ctx.check_hostname = False
-            ctx.verify_mode = gevent.ssl.CERT_NONE
-        if endpoint.cert_file and endpoint.key_file:
-            ctx.load_cert_chain(endpoint.cert_file, endpoint.key_file)
-        return ctx
-
-    return factory
 
 
 def session_for(endpoint: KubeEndpoint, pool: int = 4) -> requests.Session:
@@ -54,22 +37,13 @@ def session_for(endpoint: KubeEndpoint, pool: int = 4) -> requests.Session:
     if endpoint.cert_file and endpoint.key_file:
         s.cert = (endpoint.cert_file, endpoint.key_file)
     s.verify = False if endpoint.insecure else (endpoint.ca_file or True)
-    s.headers.update(endpoint.auth_headers())
+    if endpoint.token or endpoint.refresh is not None:
+        s.auth = _BearerAuth(endpoint)
     s.headers["Accept"] = "application/json"
     adapter = requests.adapters.HTTPAdapter(pool_connections=pool, pool_maxsize=pool)
     s.mount("https://", adapter)
     s.mount("http://", adapter)
     return s
-
-
-def ensure_namespace(endpoint: KubeEndpoint, namespace: str, labels: dict[str, str] | None = None) -> None:
-    """Create the namespace if it does not exist (409 = already there)."""
-    s = session_for(endpoint, 1)
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels or {}}}
-    r = s.post(f"{endpoint.server}/api/v1/namespaces", data=orjson.dumps(body),
-               headers={"Content-Type": "application/json"}, timeout=30)
-    if r.status_code not in (200, 201, 409):
-        raise RuntimeError(f"creating namespace {namespace}: HTTP {r.status_code} {r.text[:200]}")
 
 
 def list_then_watch(
@@ -171,5 +145,37 @@ class _Restart(Exception):
     pass
 
 
-__all__ = ["SYNC", "ensure_namespace", "list_then_watch", "load_endpoint", "now_ms", "session_for",
-           "ssl_context_factory"]
+class _BearerAuth(requests.auth.AuthBase):
+    """Adds the endpoint's current bearer token to each request (an exec plugin's token may expire)."""
+
+    def __init__(self, endpoint: KubeEndpoint):
+        self.endpoint = endpoint
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers.update(self.endpoint.auth_headers())
+        return r
+
+
+def list_all(session: requests.Session, server: str, path: str, page: int = 500,
+             label_selector: str | None = None) -> list[dict[str, Any]]:
+    """Every object of a collection (paginated LIST; restarts when a continue token expires)."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"limit": page}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    while True:
+        r = session.get(server + path, params=params, timeout=60)
+        if r.status_code == 410 and "continue" in params:
+            params.pop("continue")
+            items.clear()
+            continue
+        r.raise_for_status()
+        doc = orjson.loads(r.content)
+        items.extend(doc.get("items") or [])
+        cont = (doc.get("metadata") or {}).get("continue")
+        if not cont:
+            return items
+        params["continue"] = cont
+
+
+__all__ = ["SYNC", "list_all", "list_then_watch", "now_ms", "session_for"]

@@ -1,4 +1,10 @@
-"""Start, identify and stop the component processes of a local cluster, by pid only.
+"""Child processes, written once: start in their own session with a log, identify by pid and start
+time, stop a whole process group with a grace period, find free ports.
+
+Every child runs in its own session (process group), so Ctrl-C in the terminal reaches only the
+program that started it, which then stops each child by its group (SIGTERM, grace, SIGKILL) and
+leaves nothing behind.  The control plane, Prometheus, hollow agents, Locust and distillation
+teachers are all started through :func:`spawn`.
 
 A pid alone can be reused by the kernel after a process dies, so every pid we record is paired with
 its start time from ``/proc/<pid>/stat``: we only ever signal a process whose (pid, start time)
@@ -14,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,14 +50,74 @@ def _read_stat(pid: int) -> tuple[str, int] | None:
     return rest[0], int(rest[19])
 
 
-def spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
-    """Start ``argv`` in its own session (Ctrl-C in the terminal does not reach it; we stop it)."""
+def spawn(argv: list[str], log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+          stdout_pipe: bool = False, preexec_fn: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own session, stderr (and stdout unless ``stdout_pipe``) appended to ``log_path``.
+
+    Args:
+        argv: the command.
+        log_path: log file (parent folders are created).
+        cwd: working directory.
+        env: variables added to this process's environment.
+        stdout_pipe: keep stdout as a pipe (a child that announces its port on its first line).
+        preexec_fn: run in the child before exec (CPU pinning).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=cwd, start_new_session=True)
+        return subprocess.Popen(argv, stdout=subprocess.PIPE if stdout_pipe else log,
+                                stderr=log if stdout_pipe else subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=cwd, env={**os.environ, **(env or {})}, start_new_session=True,
+                                preexec_fn=preexec_fn)
+
+
+def record(name: str, proc: subprocess.Popen[bytes]) -> ProcessRecord:
+    """The (pid, start time) identity of a child we just started."""
     stat = _read_stat(proc.pid)
-    return proc, ProcessRecord(name=name, pid=proc.pid, start_ticks=stat[1] if stat else -1)
+    return ProcessRecord(name=name, pid=proc.pid, start_ticks=stat[1] if stat else -1)
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
+    """Signal the child's process group, wait ``grace_s``, then SIGKILL the group; returns the exit code.
+
+    Leftovers of the group (e.g. ``locust --processes`` workers) are killed even when the leader
+    exited by itself.
+    """
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode
+
+
+def read_announced(proc: subprocess.Popen[bytes], pattern: re.Pattern[bytes], timeout_s: float,
+                   what: str, log_path: Path) -> re.Match[bytes]:
+    """Read the child's stdout lines until one matches ``pattern`` (e.g. the port it bound).
+
+    A child that binds port 0 and announces the port never races another program for it.
+
+    Raises:
+        RuntimeError: the child exited first (naming its exit code and log).
+        TimeoutError: no such line within ``timeout_s`` (the child is killed).
+    """
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(10)
+            raise RuntimeError(f"{what} exited with {proc.returncode} before it was ready; log: {log_path}")
+        match = pattern.search(line)
+        if match:
+            return match
+    stop_group(proc, grace_s=2)
+    raise TimeoutError(f"{what} did not announce itself within {timeout_s:g}s; log: {log_path}")
 
 
 def stop(record: ProcessRecord, grace_s: float = 10.0) -> bool:
