@@ -1,4 +1,6 @@
 # hollowscale: the two commands a fresh machine needs are `make scale-test` and `make test`.
+# Each installs only what it needs: `make scale-test` the core (no PyTorch), `make test` everything
+# the suite needs (extras dev and distill); see scripts/setup.sh.
 SHELL := /bin/bash
 # Go may live outside a non-login PATH (CI); the Go build needs it.
 export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
@@ -7,23 +9,29 @@ PY := $(VENV)/bin/python
 HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
-.PHONY: setup test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
+.PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
         bench-distill kind-up cluster-up cluster-down clean
 
-setup: ## venv, Debian packages, control-plane binaries (idempotent)
+setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent)
 	@bash scripts/setup.sh
 
-lint: setup ## ruff and mypy on our code
-	$(VENV)/bin/ruff check hollowscale hollow loadgen distill tests
-	$(VENV)/bin/mypy hollowscale hollow loadgen distill
+setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST
+	@EXTRAS=dev,distill bash scripts/setup.sh
 
-test: setup lint ## the whole test suite (unit + integration against the real local control plane)
+setup-distill: ## what `hollowscale distill` needs: core + PyTorch, Fashion-MNIST (no control plane)
+	@EXTRAS=distill CONTROL_PLANE=0 bash scripts/setup.sh
+
+lint: setup-test ## ruff and mypy on our code
+	$(VENV)/bin/ruff check kubecore hollowscale hollow loadgen distill tests
+	$(VENV)/bin/mypy kubecore hollowscale hollow loadgen distill
+
+test: setup-test lint ## the whole test suite (unit + integration against the real local control plane)
 	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
 
-unit: setup
+unit: setup-test
 	$(VENV)/bin/pytest -ra -m "not integration" $(PYTEST_ARGS)
 
-integration: setup
+integration: setup-test
 	$(VENV)/bin/pytest -ra -m integration $(PYTEST_ARGS)
 
 scale-test: setup ## run scenarios/default.yaml on the local cluster; report in reports/latest/
@@ -44,7 +52,7 @@ bench-hollow: setup ## 10,000 GPU nodes + 20,000 pods, hollow vs KWOK (scale pro
 bench-loadgen: setup ## Locust job creates/s (scale profile) and collector throughput -> reports/bench/loadgen.json
 	$(PY) tests/bench/bench_loadgen.py
 
-bench-distill: setup ## pure / same-net / service distillation, 3 seeds -> reports/bench/distill.json (~20 min)
+bench-distill: setup-distill ## pure / same-net / service distillation, 3 seeds -> reports/bench/distill.json (~20 min)
 	$(HS) distill bench --out reports/distill-bench
 	cp reports/distill-bench/summary.json reports/bench/distill.json
 	cp reports/distill-bench/summary.md reports/bench/distill.md
