@@ -131,7 +131,7 @@ def cluster_status(cluster_dir: Path) -> None:
 # (each import is its owner's contract; see DESIGN.md "Contracts")
 from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
-from hollowscale.run_cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
+from hollowscale.run.cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
 
 main.add_command(nodes_group)
 main.add_command(distill_group)

@@ -135,7 +135,8 @@ def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | Non
         raise KubeconfigError(f"{source}: kubeconfig not found")
     errors = _capture_client_errors()
     try:
-        config.load_kube_config(config_file=str(path) if path is not None else None, context=context,
+        # the client reads $KUBECONFIG once, at its import; pass what it says now (a list is merged)
+        config.load_kube_config(config_file=source, context=context,
                                 client_configuration=cfg, persist_config=False)
     except ConfigException as exc:
         raise KubeconfigError(f"{source}: {exc}") from None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kubecore.distributions import DistError, DurationDist, parse_dist
@@ -174,10 +174,37 @@ def validate(model: type[M], doc: Any, source: str) -> M:
 
 
 class Spec(BaseModel):
-    """Base of every user-written spec: frozen, strict, unknown keys refused."""
+    """Base of every user-written spec: frozen, strict, unknown keys refused.
+
+    Strict mode keeps ``"5"`` from becoming 5 and ``"yes"`` from becoming True; it would also refuse
+    a YAML list for a ``tuple[...]`` field, so lists given for tuple fields are turned into tuples
+    first.  Declare sequences as ``tuple[X, ...]`` (frozen specs hold no mutable lists).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True,
                               hide_input_in_errors=False, validate_default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lists_to_tuples(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            fields = _tuple_fields(cls)
+            if any(isinstance(data.get(k), list) for k in fields):
+                return {k: tuple(v) if k in fields and isinstance(v, list) else v for k, v in data.items()}
+        return data
+
+
+_TUPLE_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _tuple_fields(cls: type[BaseModel]) -> frozenset[str]:
+    """Names (aliases) of ``cls``'s fields declared as tuples (cached per class)."""
+    found = _TUPLE_FIELDS.get(cls)
+    if found is None:
+        found = frozenset((f.alias or n) for n, f in cls.model_fields.items()
+                          if get_origin(_unwrap(f.annotation)) is tuple)
+        _TUPLE_FIELDS[cls] = found
+    return found
 
 
 # ------------------------------------------------------------------------------------------------ leaf types

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hollowscale.cluster.local import LocalCluster
-from hollowscale.report.browser import check_page
+from browser import check_page
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -48,7 +48,7 @@ def test_smoke_end_to_end(tmp_path: Path) -> None:
     scen = scenario_on(own, tmp_path, "smoke-e2e")
     out = tmp_path / "reports"
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run_cli_main", str(scen), "--out", str(out), "--quiet"],
+    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
                        cwd=ROOT, capture_output=True, text=True, timeout=400)
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -93,7 +93,7 @@ def test_interrupt_writes_partial_report(cluster, tmp_path: Path) -> None:  # ty
     scen = scenario_on(cluster.dir, tmp_path, "smoke-interrupt",  # reuse the session's cluster
                        arrival={"curve": "constant", "rate": 1.0, "duration_s": "60s", "per_user_rate": 0.5})
     out = tmp_path / "reports"
-    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run_cli_main", str(scen), "--out", str(out), "--quiet"],
+    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
     reg_path = None

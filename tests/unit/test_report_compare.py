@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from hollowscale.report.compare import change, compare
-from hollowscale.run_cli import compare_cmd
+from hollowscale.run.cli import compare_cmd
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
 

@@ -12,7 +12,7 @@ import pytest
 from hollowscale.measure.derive import percentile, throughput, timeline_measurements
 from hollowscale.measure.timeline import Timeline
 from hollowscale.report import finalize, update_latest, write_report
-from hollowscale.report.browser import check_page
+from browser import check_page
 from hollowscale.report.summary import REQUIRED, evaluate_slos, lookup
 from hollowscale.scenario import DEFAULT_SLOS, SloSpec
 

@@ -3,8 +3,8 @@
 Chromium is started with the flags of a sandboxed CI box and a throw-away profile; the page is
 loaded from ``file://``; every ``console.error``/``console.warn``, uncaught exception and failed
 resource load is collected; the number of ``figure.plot svg`` elements is read from the DOM; a
-full-page PNG is written.  Used by the tests and available for users (``python -m
-hollowscale.report.browser reports/latest/report.html``).
+full-page PNG is written.  A test helper (``python tests/browser.py reports/latest/report.html``
+looks at a report by hand).
 """
 
 from __future__ import annotations
