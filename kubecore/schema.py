@@ -165,10 +165,14 @@ def field_errors(exc: ValidationError, root: type[BaseModel]) -> list[FieldError
 M = TypeVar("M", bound=BaseModel)
 
 
-def validate(model: type[M], doc: Any, source: str) -> M:
-    """``model`` from ``doc``, or :class:`SpecError` listing every problem with ``source``."""
+def validate(model: type[M], doc: Any, source: str, context: dict[str, Any] | None = None) -> M:
+    """``model`` from ``doc``, or :class:`SpecError` listing every problem with ``source``.
+
+    ``context`` reaches validators as pydantic's validation context (e.g. the folder that relative
+    file names in the document are resolved against).
+    """
     try:
-        return model.model_validate(doc)
+        return model.model_validate(doc, context=context)
     except ValidationError as exc:
         raise SpecError(source, field_errors(exc, model)) from None
 
