@@ -1,109 +1,721 @@
-"""The load spec: the ``workloads`` and ``arrival`` sections of a scenario, as plain dicts.
+"""The load spec: workload templates and the arrival curve, typed and validated once.
 
-``hollowscale run`` validates the scenario and hands Locust a resolved JSON (``--load-spec``); on its
-own, ``locust -f loadgen/locustfile.py --load-spec scenarios/default.yaml`` reads the same keys from
-the scenario YAML.  Only the light parsing needed to generate load lives here (durations, defaults);
-``hollowscale validate`` is the place for thorough checks, since the engines must not import the
-orchestrator.
+A scenario's ``workloads:`` and ``arrival:`` sections are exactly :class:`WorkloadSpec` (a list) and
+:class:`ArrivalSpec`; the orchestrator composes them into its scenario and builds a
+:class:`LoadSpec` (adding the namespace and scheduler name of its cluster section).  Locust reads a
+:class:`LoadSpec` with :func:`load_spec`, from the ``loadspec.json`` a run writes
+(:meth:`LoadSpec.to_doc`) or straight from a scenario YAML when run alone.
+
+Validation follows :mod:`kubecore.schema`: frozen, strict models, unknown keys refused, every problem
+collected with its field path (``workloads[0].roles[1].resources.cpu``).  The arrival curve's maths
+(:meth:`ArrivalSpec.rate_at` and friends) lives here and nowhere else.
+
+YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rates in instances/s)::
+
+    workloads:
+      - name: distill               # DNS label, unique
+        kind: Job                   # Job | Pod | Deployment
+        share: 0.3                  # weight in the mix (> 0)
+        priority_class: high        # optional
+        run_duration: {dist: uniform, min: 30s, max: 90s}   # kubecore distribution; default 10s
+        startup_delay: 2s           # optional, finite
+        exit_codes: {0: 0.95, 1: 0.05}                       # Job/Pod only; default {0: 1}
+        backoff_limit: 0
+        roles:
+          - name: student
+            replicas: 1             # 1 for kind Pod
+            completions: 1          # Job only; default replicas
+            resources: {cpu: "16", memory: 96Gi, nvidia.com/gpu: "8"}
+            node_selector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}
+            tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+            run_duration: 60s       # optional, overrides the workload's
+    arrival:
+      curve: ramp                   # constant | ramp | steps | poisson | spike
+      start_rate: 0.2
+      end_rate: 2.0
+      ramp_s: 60s
+      duration_s: 300s
+      per_user_rate: 0.5            # instances/s per Locust user
+      max_instances: 1000           # optional cap
+      seed: 42
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-import re
+import math
+from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
+from pydantic import AfterValidator, Field, PlainValidator, ValidationError, model_validator
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+from kubecore.distributions import DurationDist
+from kubecore.quantity import parse_quantity
+from kubecore.schema import (
+    DNS_SUBDOMAIN,
+    RESOURCE_NAME,
+    Dist,
+    DnsLabel,
+    FieldError,
+    FiniteDist,
+    Labels,
+    Quantity,
+    Seconds,
+    Spec,
+    SpecError,
+    check_label_value,
+    check_qualified_name,
+    field_errors,
+    number,
+    one_of,
+    problem,
+    raise_problems,
+    show,
+)
+from kubecore.yamlfile import MAX_BYTES, load_yaml
 
-
-def seconds(value: Any) -> float:
-    """Seconds from a number or a Go-style duration string (``90s``, ``5m``, ``250ms``)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip()
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"expected a duration like '30s' or a number of seconds, got {value!r}")
-    return total
-
-
-def _dist(value: Any) -> dict[str, Any] | None:
-    """Normalise a duration distribution to the resolved form ``{dist, value_s, min_s, ...}``."""
-    if value is None:
-        return None
-    if isinstance(value, dict) and "dist" in value and any(k.endswith("_s") for k in value):
-        return dict(value)  # already resolved (from hollowscale's JSON)
-    if value == "forever":
-        return {"dist": "forever"}
-    if not isinstance(value, dict):
-        return {"dist": "fixed", "value_s": seconds(value)}
-    out: dict[str, Any] = {"dist": value.get("dist", "fixed")}
-    for key in ("value", "min", "max", "mean", "stddev"):
-        if key in value:
-            out[f"{key}_s"] = seconds(value[key])
-    return out
-
-
-def _arrival(doc: dict[str, Any]) -> dict[str, Any]:
-    a = dict(doc)
-    for key in ("duration_s", "ramp_s", "spike_at_s", "spike_duration_s"):
-        if key in a and a[key] is not None:
-            a[key] = seconds(a[key])
-    a["steps"] = [{"rate": float(s["rate"]), "duration_s": seconds(s["duration_s"])} for s in a.get("steps") or []]
-    a.setdefault("per_user_rate", 1.0)
-    a.setdefault("seed", 1)
-    a.setdefault("max_instances", None)
-    return a
-
-
-def _workload(doc: dict[str, Any]) -> dict[str, Any]:
-    w = dict(doc)
-    w.setdefault("kind", "Job")
-    w.setdefault("share", 1.0)
-    w.setdefault("priority_class", None)
-    w["run_duration"] = _dist(w.get("run_duration", "10s"))
-    w["startup_delay"] = _dist(w.get("startup_delay"))
-    w["exit_codes"] = {int(k): float(v) for k, v in (w.get("exit_codes") or {0: 1.0}).items()}
-    w.setdefault("backoff_limit", 0)
-    roles = []
-    for r in w.get("roles") or []:
-        role = dict(r)
-        role.setdefault("replicas", 1)
-        role.setdefault("completions", None)
-        role["resources"] = {k: str(v) for k, v in (role.get("resources") or {}).items()}
-        role["node_selector"] = {k: str(v) for k, v in (role.get("node_selector") or {}).items()}
-        role["tolerations"] = list(role.get("tolerations") or [])
-        role["run_duration"] = _dist(role.get("run_duration"))
-        role["startup_delay"] = _dist(role.get("startup_delay"))
-        roles.append(role)
-    w["roles"] = roles
-    return w
+WORKLOAD_KINDS = ("Job", "Pod", "Deployment")
+CURVES = ("constant", "ramp", "steps", "poisson", "spike")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+#: the keys each curve takes besides duration_s, per_user_rate, max_instances and seed
+CURVE_KEYS: dict[str, tuple[str, ...]] = {
+    "constant": ("rate",),
+    "poisson": ("rate",),
+    "ramp": ("start_rate", "end_rate", "ramp_s"),
+    "steps": ("steps",),
+    "spike": ("rate", "spike_rate", "spike_at_s", "spike_duration_s"),
+}
+#: of those, the ones a curve cannot do without
+CURVE_REQUIRED: dict[str, tuple[str, ...]] = {
+    "constant": ("rate",),
+    "poisson": ("rate",),
+    "ramp": ("end_rate", "ramp_s"),
+    "steps": ("steps",),
+    "spike": ("rate", "spike_rate", "spike_at_s", "spike_duration_s"),
+}
+_CURVE_FIELDS = frozenset(k for keys in CURVE_KEYS.values() for k in keys)
+GPU = "nvidia.com/gpu"
+DEFAULT_NAMESPACE = "hollowscale-load"
+DEFAULT_SCHEDULER = "default-scheduler"
+#: sections of a scenario file that are not the load generator's (ignored by :func:`load_spec`)
+SCENARIO_KEYS = ("description", "cluster", "agents", "pools", "faults", "measurements", "slos",
+                 "slo_defaults", "timeout_s")
 
 
-def normalise(doc: dict[str, Any]) -> dict[str, Any]:
-    """A scenario (or resolved load spec) -> the dict the users and shapes read."""
-    if not isinstance(doc, dict) or "workloads" not in doc or "arrival" not in doc:
-        raise ValueError("expected a scenario or load spec with 'workloads' and 'arrival'")
-    cluster = doc.get("cluster") or {}
-    return {
-        "name": str(doc.get("name", "load")),
-        "namespace": doc.get("namespace") or cluster.get("namespace") or "hollowscale-load",
-        "scheduler_name": doc.get("scheduler_name") or cluster.get("scheduler_name") or "default-scheduler",
-        "workloads": [_workload(w) for w in doc["workloads"]],
-        "arrival": _arrival(doc["arrival"]),
-    }
+# ------------------------------------------------------------------------------------------------ leaf types
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
-    """Read a load spec from a scenario YAML or a resolved JSON file."""
-    text = Path(path).read_text()
-    doc = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    return normalise(doc)
+def _leaf(fn: Any) -> PlainValidator:
+    def run(value: Any) -> Any:
+        try:
+            return fn(value)
+        except ValidationError:
+            raise
+        except ValueError as exc:
+            raise problem(str(exc)) from None
+
+    return PlainValidator(run)
+
+
+def _dns_subdomain(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 253 or not DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"expected a lowercase DNS subdomain (a-z, 0-9, '-', '.'), got {show(value)}")
+    return value
+
+
+def _exit_codes(value: Any) -> dict[int, float]:
+    """``{code: weight}``; codes as YAML integers or (from JSON) digit strings; every problem collected."""
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"expected a mapping exit code -> weight, e.g. {{0: 0.95, 1: 0.05}}, got {show(value)}")
+    out: dict[int, float] = {}
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for key, weight in value.items():
+        code: int | None = None
+        if isinstance(key, int) and not isinstance(key, bool):
+            code = key
+        elif isinstance(key, str) and key.isascii() and key.isdigit():
+            code = int(key)
+        if code is None or not 0 <= code <= 255:
+            problems.append(((str(key),), f"expected an exit code 0..255 as key, got {key!r}"))
+            continue
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+            problems.append(((str(key),), f"expected a weight >= 0, got {show(weight)}"))
+            continue
+        out[code] = float(weight)
+    if not problems and sum(out.values()) <= 0:
+        problems.append(((), "expected at least one weight > 0"))
+    raise_problems("exit_codes", problems)
+    return dict(sorted(out.items()))
+
+
+if TYPE_CHECKING:
+    WorkloadKind = Literal["Job", "Pod", "Deployment"]
+    Curve = Literal["constant", "ramp", "steps", "poisson", "spike"]
+    Operator = Literal["Equal", "Exists"]
+    Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    PositiveNumber = float
+    NonNegativeNumber = float
+    AnyNumber = float
+    Replicas = int
+    Completions = int
+    BackoffLimit = int
+    MaxInstances = int
+    Seed = int
+    TolerationSeconds = int
+    DnsSubdomain = str
+    QualifiedName = str
+    LabelValue = str
+    ExitCodes = dict[int, float]
+else:
+    WorkloadKind = one_of(*WORKLOAD_KINDS)
+    Curve = one_of(*CURVES)
+    Operator = one_of(*TOLERATION_OPERATORS)
+    Effect = one_of(*TAINT_EFFECTS)
+    PositiveNumber = number(0, lo_open=True)
+    NonNegativeNumber = number(0)
+    AnyNumber = number()
+    Replicas = number(1, 10000, integer=True)
+    Completions = number(1, 100000, integer=True)
+    BackoffLimit = number(0, 100, integer=True)
+    MaxInstances = number(1, integer=True)
+    Seed = number(integer=True)
+    TolerationSeconds = number(0, integer=True)
+    DnsSubdomain = Annotated[str, _leaf(_dns_subdomain)]
+    QualifiedName = Annotated[str, _leaf(check_qualified_name)]
+    LabelValue = Annotated[str, _leaf(check_label_value)]
+    ExitCodes = Annotated[dict[int, float], _leaf(_exit_codes)]
+
+
+def _g(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+# ------------------------------------------------------------------------------------------------ workloads
+
+
+class TolerationSpec(Spec):
+    """A pod toleration (Kubernetes' rules: ``Exists`` takes no value, an empty key needs ``Exists``,
+    ``toleration_seconds`` only with ``NoExecute``)."""
+
+    key: QualifiedName | None = None
+    operator: Operator = "Equal"
+    value: LabelValue | None = None
+    effect: Effect | None = None
+    toleration_seconds: TolerationSeconds | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> TolerationSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.operator == "Exists" and self.value:
+            problems.append((("value",), "expected no value with operator Exists (it matches any value)"))
+        if self.key is None and self.operator != "Exists":
+            problems.append((("key",), "is required unless operator is Exists"))
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            problems.append((("toleration_seconds",), "only valid with effect NoExecute"))
+        raise_problems("TolerationSpec", problems)
+        return self
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The pod spec's form (camelCase, unset fields left out)."""
+        out: dict[str, Any] = {"operator": self.operator}
+        if self.key is not None:
+            out["key"] = self.key
+        if self.value is not None:
+            out["value"] = self.value
+        if self.effect is not None:
+            out["effect"] = self.effect
+        if self.toleration_seconds is not None:
+            out["tolerationSeconds"] = self.toleration_seconds
+        return out
+
+    def to_doc(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True, exclude_defaults=False)
+
+
+def _is_extended(resource: str) -> bool:
+    """Extended resources (``vendor.com/thing``) are counted in whole units."""
+    return "/" in resource and not resource.startswith(("kubernetes.io/", "requests."))
+
+
+class RoleSpec(Spec):
+    """One pod template of a workload (a workload with several roles submits one object per role).
+
+    Attributes:
+        name: role name (``hollowscale.io/role`` label, object names).
+        replicas: pods at once (Job parallelism, Deployment replicas; 1 for a bare Pod).
+        completions: Job completions (default: replicas).
+        resources: requests, e.g. ``{cpu: "4", nvidia.com/gpu: "8"}``; extended resources are also limits.
+        node_selector, tolerations: placed on the pod spec.
+        run_duration, startup_delay: override the workload's.
+    """
+
+    name: DnsLabel
+    replicas: Replicas = 1
+    completions: Completions | None = None
+    resources: dict[str, Quantity] = Field(default_factory=dict)
+    node_selector: Labels = Field(default_factory=dict)
+    tolerations: tuple[TolerationSpec, ...] = ()
+    run_duration: Dist | None = None
+    startup_delay: FiniteDist | None = None
+
+    @model_validator(mode="after")
+    def _resources(self) -> RoleSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for key, q in self.resources.items():
+            if not RESOURCE_NAME.match(key):
+                problems.append((("resources", key), "expected a resource name such as cpu, memory or nvidia.com/gpu"))
+            elif _is_extended(key) and parse_quantity(q).denominator != 1:
+                what = "GPUs" if key == GPU else f"{key} (extended resources count whole units)"
+                problems.append((("resources", key), f"expected a whole number of {what}, got {q}"))
+        raise_problems("RoleSpec", problems)
+        return self
+
+    def gpus(self) -> int:
+        """``nvidia.com/gpu`` requested by each pod."""
+        return int(parse_quantity(self.resources.get(GPU, "0")))
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "replicas": self.replicas}
+        if self.completions is not None:
+            doc["completions"] = self.completions
+        doc["resources"] = dict(self.resources)
+        doc["node_selector"] = dict(self.node_selector)
+        doc["tolerations"] = [t.to_doc() for t in self.tolerations]
+        if self.run_duration is not None:
+            doc["run_duration"] = dist_doc(self.run_duration)
+        if self.startup_delay is not None:
+            doc["startup_delay"] = dist_doc(self.startup_delay)
+        return doc
+
+
+class WorkloadSpec(Spec):
+    """A named template of the load mix; one *instance* submits one object per role.
+
+    Attributes:
+        name: template name (``hollowscale.io/workload`` label, Locust request names).
+        kind: ``Job`` (parallelism/completions), ``Pod`` (bare, restartPolicy Never) or ``Deployment``.
+        share: weight in the mix (normalised over all workloads).
+        priority_class: ``spec.priorityClassName`` (must exist in the cluster), or None.
+        run_duration: how long each pod runs (``hollowscale.io/run-duration``); Deployments run forever.
+        startup_delay: delay before Running (``hollowscale.io/startup-delay``), or None.
+        exit_codes: exit code -> weight (``hollowscale.io/exit-code``), Job and Pod only.
+        backoff_limit: Job ``backoffLimit``.
+        roles: pod templates submitted together (e.g. one 8-GPU student beside 1-GPU teachers).
+    """
+
+    name: DnsLabel
+    kind: WorkloadKind = "Job"
+    share: PositiveNumber = 1.0
+    priority_class: DnsSubdomain | None = None
+    run_duration: Dist = DurationDist.fixed(10.0)
+    startup_delay: FiniteDist | None = None
+    exit_codes: ExitCodes = Field(default_factory=lambda: {0: 1.0})
+    backoff_limit: BackoffLimit = 0
+    roles: tuple[RoleSpec, ...]
+
+    @model_validator(mode="after")
+    def _cross(self) -> WorkloadSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        kind = self.kind
+        finite = kind in ("Job", "Pod")
+        if not self.roles:
+            problems.append((("roles",), "expected at least 1 item(s), got 0"))
+        if finite and self.run_duration.forever:
+            problems.append((("run_duration",), f"kind {kind} needs a finite run duration ('forever' never completes)"))
+        if kind == "Deployment" and set(self.exit_codes) != {0}:
+            problems.append((("exit_codes",), "Deployment pods run forever; exit codes apply to Job and Pod only"))
+        names: set[str] = set()
+        for i, role in enumerate(self.roles):
+            if role.name in names:
+                problems.append((("roles", i, "name"), f"duplicate role name {role.name!r}"))
+            names.add(role.name)
+            if kind == "Pod" and role.replicas != 1:
+                problems.append((("roles", i, "replicas"), f"expected 1 for kind Pod (a bare pod), got {role.replicas}"))
+            if role.completions is not None and kind != "Job":
+                problems.append((("roles", i, "completions"), f"only valid for kind Job, workload kind is {kind}"))
+            if finite and role.run_duration is not None and role.run_duration.forever:
+                problems.append((("roles", i, "run_duration"), f"kind {kind} needs a finite run duration"))
+        raise_problems("WorkloadSpec", problems)
+        return self
+
+    def pods_per_instance(self) -> int:
+        """Pods one instance runs at once (sum of the roles' replicas)."""
+        return sum(r.replicas for r in self.roles)
+
+    def gpus_per_instance(self) -> float:
+        """``nvidia.com/gpu`` one instance requests (all roles, all replicas)."""
+        return float(sum(Fraction(r.gpus()) * r.replicas for r in self.roles))
+
+    def run_duration_of(self, role: RoleSpec) -> DurationDist:
+        """The run duration a role's pods draw from (the role's own, else the workload's)."""
+        return role.run_duration if role.run_duration is not None else self.run_duration
+
+    def startup_delay_of(self, role: RoleSpec) -> DurationDist | None:
+        return role.startup_delay if role.startup_delay is not None else self.startup_delay
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "share": self.share}
+        if self.priority_class is not None:
+            doc["priority_class"] = self.priority_class
+        doc["run_duration"] = dist_doc(self.run_duration)
+        if self.startup_delay is not None:
+            doc["startup_delay"] = dist_doc(self.startup_delay)
+        doc["exit_codes"] = {str(k): v for k, v in self.exit_codes.items()}
+        doc["backoff_limit"] = self.backoff_limit
+        doc["roles"] = [r.to_doc() for r in self.roles]
+        return doc
+
+
+def _check_workloads(workloads: tuple[WorkloadSpec, ...]) -> tuple[WorkloadSpec, ...]:
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    if not workloads:
+        problems.append(((), "expected at least 1 item(s), got 0"))
+    names: set[str] = set()
+    for i, w in enumerate(workloads):
+        if w.name in names:
+            problems.append(((i, "name"), f"duplicate workload name {w.name!r}"))
+        names.add(w.name)
+    raise_problems("workloads", problems)
+    return workloads
+
+
+#: a scenario's ``workloads:`` section: a non-empty list of :class:`WorkloadSpec` with unique names
+Workloads = Annotated[tuple[WorkloadSpec, ...], AfterValidator(_check_workloads)]
+
+
+# ------------------------------------------------------------------------------------------------ arrival
+
+
+class StepSpec(Spec):
+    """One step of a ``steps`` curve: ``rate`` instances/s for ``duration_s``."""
+
+    rate: NonNegativeNumber
+    duration_s: Seconds
+
+    @model_validator(mode="after")
+    def _positive(self) -> StepSpec:
+        if self.duration_s <= 0:
+            raise_problems("StepSpec", [(("duration_s",), f"expected a duration > 0, got {_g(self.duration_s)}")])
+        return self
+
+
+class ArrivalSpec(Spec):
+    """Arrival curve of workload instances (one instance = one object per role), in instances/s.
+
+    Curves: ``constant`` and ``poisson`` (``rate``; poisson paces with exponential gaps), ``ramp``
+    (``start_rate`` -> ``end_rate`` over ``ramp_s``, then ``end_rate``), ``steps`` (``{rate, duration_s}``
+    one after the other), ``spike`` (``rate`` as base, ``spike_rate`` from ``spike_at_s`` for
+    ``spike_duration_s``).  A key that belongs to another curve is an error, not a silent default.
+
+    Attributes:
+        duration_s: load duration; the curve is 0 from there on.
+        per_user_rate: instances/s each Locust user submits (users = rate / per_user_rate).
+        max_instances: stop submitting after this many (None = no cap).
+        seed: seed of the mix choice, durations, exit codes and pacing.
+    """
+
+    curve: Curve
+    duration_s: Seconds
+    rate: AnyNumber | None = None
+    start_rate: AnyNumber | None = None
+    end_rate: AnyNumber | None = None
+    ramp_s: Seconds | None = None
+    steps: tuple[StepSpec, ...] = ()
+    spike_rate: AnyNumber | None = None
+    spike_at_s: Seconds | None = None
+    spike_duration_s: Seconds | None = None
+    per_user_rate: PositiveNumber = 1.0
+    max_instances: MaxInstances | None = None
+    seed: Seed = 1
+
+    @model_validator(mode="after")
+    def _curve(self) -> ArrivalSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+
+        def err(key: str, message: str) -> None:
+            problems.append(((key,), message))
+
+        curve, d = self.curve, self.duration_s
+        if d <= 0:
+            err("duration_s", f"expected a duration > 0, got {_g(d)}")
+        takes = CURVE_KEYS[curve]
+        given = self.model_fields_set
+        for key in sorted(_CURVE_FIELDS & given):
+            if key not in takes:
+                err(key, f"not used by curve {curve!r} (it takes: {', '.join(sorted(takes))})")
+        for key in CURVE_REQUIRED[curve]:
+            if key not in given or getattr(self, key) is None:
+                err(key, "is required")
+
+        def bound(key: str, lo_open: bool) -> None:
+            v = getattr(self, key)
+            if v is not None and (v <= 0 if lo_open else v < 0):
+                err(key, f"expected a number {'>' if lo_open else '>='} 0, got {v:g}")
+
+        if curve in ("constant", "poisson"):
+            bound("rate", True)
+        elif curve == "ramp":
+            bound("start_rate", False)
+            bound("end_rate", True)
+            if self.ramp_s is not None and self.ramp_s > d:
+                err("ramp_s", f"expected ramp_s <= duration_s ({_g(d)}), got {_g(self.ramp_s)}")
+        elif curve == "steps":
+            if "steps" in given and not self.steps:
+                err("steps", "expected at least 1 item(s), got 0")
+            total = sum(s.duration_s for s in self.steps)
+            if self.steps and total > d + 1e-9:
+                err("steps", f"steps last {total:g}s in all, longer than duration_s ({_g(d)})")
+        else:  # spike
+            bound("rate", False)
+            bound("spike_rate", True)
+            if self.spike_at_s is not None and self.spike_at_s >= d:
+                err("spike_at_s", f"expected a time before duration_s ({_g(d)}), got {_g(self.spike_at_s)}")
+            if self.spike_duration_s is not None and self.spike_duration_s <= 0:
+                err("spike_duration_s", f"expected a duration > 0, got {_g(self.spike_duration_s)}")
+        raise_problems("ArrivalSpec", problems)
+        return self
+
+    # -------------------------------------------------------------------------------- the curve maths
+
+    def rate_at(self, t: float) -> float:
+        """Instances/s at ``t`` seconds after the start (0 outside [0, duration_s))."""
+        if t < 0 or t >= self.duration_s:
+            return 0.0
+        curve = self.curve
+        if curve in ("constant", "poisson"):
+            return float(self.rate or 0.0)
+        if curve == "ramp":
+            s, e, r = float(self.start_rate or 0.0), float(self.end_rate or 0.0), float(self.ramp_s or 0.0)
+            return e if r <= 0 or t >= r else s + (e - s) * t / r
+        if curve == "steps":
+            acc = 0.0
+            for step in self.steps:
+                acc += step.duration_s
+                if t < acc:
+                    return float(step.rate)
+            return 0.0
+        at, dur = float(self.spike_at_s or 0.0), float(self.spike_duration_s or 0.0)
+        return float(self.spike_rate or 0.0) if at <= t < at + dur else float(self.rate or 0.0)
+
+    def users_at(self, t: float) -> int:
+        """Locust users needed at ``t`` so that users x per_user_rate follows the curve (0 when the rate is)."""
+        r = self.rate_at(t)
+        if r <= 0:
+            return 0
+        return max(1, round(r / self.per_user_rate))
+
+    def corners(self) -> list[float]:
+        """Times in [0, duration_s] where the curve changes slope or jumps (start and end included)."""
+        d = self.duration_s
+        points = {0.0, d}
+        if self.curve == "ramp" and self.ramp_s is not None:
+            points.add(self.ramp_s)
+        elif self.curve == "steps":
+            acc = 0.0
+            for step in self.steps:
+                acc += step.duration_s
+                points.add(acc)
+        elif self.curve == "spike" and self.spike_at_s is not None:
+            points.update((self.spike_at_s, self.spike_at_s + (self.spike_duration_s or 0.0)))
+        return sorted(p for p in points if 0.0 <= p <= d)
+
+    def expected_instances(self, dt: float = 0.1) -> float:
+        """Area under the curve (what a load generator that keeps up submits), capped by max_instances.
+
+        Midpoint rule on slots of at most ``dt`` seconds, cut at the curve's :meth:`corners`; the curve
+        is linear inside each slot, so the sum is the exact integral (up to rounding).
+        """
+        if dt <= 0:
+            raise ValueError(f"dt must be > 0, got {dt!r}")
+        total = 0.0
+        corners = self.corners()
+        for lo, hi in itertools.pairwise(corners):
+            n = max(1, math.ceil((hi - lo) / dt - 1e-9))
+            width = (hi - lo) / n
+            total += sum(self.rate_at(lo + (i + 0.5) * width) for i in range(n)) * width
+        return min(total, float(self.max_instances)) if self.max_instances is not None else total
+
+    def peak_rate(self) -> float:
+        """Highest rate the curve reaches in [0, duration_s)."""
+        curve = self.curve
+        if curve in ("constant", "poisson"):
+            return float(self.rate or 0.0)
+        if curve == "ramp":
+            return max(float(self.start_rate or 0.0), float(self.end_rate or 0.0))
+        if curve == "steps":
+            return max([float(s.rate) for s in self.steps] + [0.0])
+        return max(float(self.rate or 0.0), float(self.spike_rate or 0.0))
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"curve": self.curve, "duration_s": self.duration_s}
+        for key in CURVE_KEYS[self.curve]:
+            value = getattr(self, key)
+            if key == "steps":
+                doc["steps"] = [{"rate": s.rate, "duration_s": s.duration_s} for s in self.steps]
+            elif value is not None:
+                doc[key] = value
+        doc["per_user_rate"] = self.per_user_rate
+        if self.max_instances is not None:
+            doc["max_instances"] = self.max_instances
+        doc["seed"] = self.seed
+        return doc
+
+
+# ------------------------------------------------------------------------------------------------ load spec
+
+
+class LoadSpec(Spec):
+    """What Locust needs: where to submit, what, and at which rate.
+
+    Attributes:
+        name: the scenario's name.
+        namespace: namespace the load is submitted to (claimed by the run).
+        scheduler_name: ``spec.schedulerName`` of every pod.
+        workloads: the mix (non-empty, unique names).
+        arrival: the arrival curve.
+    """
+
+    name: DnsLabel
+    namespace: DnsLabel = DEFAULT_NAMESPACE
+    scheduler_name: DnsSubdomain = DEFAULT_SCHEDULER
+    workloads: Workloads
+    arrival: ArrivalSpec
+
+    def to_doc(self) -> dict[str, Any]:
+        """A JSON-able dict that :func:`load_spec` (and :func:`parse_load_spec`) read back to an equal spec."""
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "scheduler_name": self.scheduler_name,
+            "workloads": [w.to_doc() for w in self.workloads],
+            "arrival": self.arrival.to_doc(),
+        }
+
+    def with_namespace(self, namespace: str) -> LoadSpec:
+        """The same spec submitting to ``namespace`` (validated; :class:`SpecError` when not a DNS label)."""
+        doc = self.to_doc()
+        doc["namespace"] = namespace
+        return parse_load_spec(doc, "--namespace")
+
+    def workload(self, name: str) -> WorkloadSpec:
+        """The workload called ``name`` (KeyError when there is none)."""
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+
+def dist_doc(dist: DurationDist) -> str | float | dict[str, Any]:
+    """A distribution's file form with durations as numbers of seconds (exact through JSON)."""
+    if dist.forever:
+        return "forever"
+    if dist.kind == "fixed":
+        return dist.value
+    doc: dict[str, Any] = {"dist": dist.kind}
+    if dist.kind == "uniform":
+        doc.update(min=dist.minimum, max=dist.maximum)
+        return doc
+    if dist.kind == "lognormal":
+        doc.update(median=dist.value, sigma=dist.spread)
+    elif dist.kind == "normal":
+        doc.update(mean=dist.value, stddev=dist.spread)
+    else:
+        doc.update(mean=dist.value)
+    if dist.minimum > 0:
+        doc["min"] = dist.minimum
+    if not math.isinf(dist.maximum):
+        doc["max"] = dist.maximum
+    return doc
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+_LOAD_KEYS = frozenset(LoadSpec.model_fields)
+
+
+def is_scenario(doc: Mapping[str, Any]) -> bool:
+    """True for a whole scenario (a ``cluster:`` section, or keys a load spec does not have)."""
+    if "namespace" in doc or "scheduler_name" in doc:
+        return False
+    return not set(doc) <= _LOAD_KEYS
+
+
+def parse_load_spec(doc: Any, source: str) -> LoadSpec:
+    """A :class:`LoadSpec` from a parsed load-spec document or a whole scenario document.
+
+    A scenario gives its ``name``, ``cluster.namespace``, ``cluster.scheduler_name``, ``workloads`` and
+    ``arrival``; its other sections are the orchestrator's and are not looked at here.
+
+    Raises:
+        SpecError: every problem, with ``source`` and field paths (scenario paths for a scenario).
+    """
+    if not isinstance(doc, Mapping):
+        raise SpecError(source, [FieldError("", f"expected a mapping with workloads and arrival, got {show(doc)}")])
+    if not is_scenario(doc):
+        try:
+            return LoadSpec.model_validate(doc)
+        except ValidationError as exc:
+            raise SpecError(source, field_errors(exc, LoadSpec)) from None
+    cluster = doc.get("cluster")
+    if cluster is None:
+        cluster = {}
+    if not isinstance(cluster, Mapping):
+        raise SpecError(source, [FieldError("cluster", f"expected a mapping, got {show(cluster)}")])
+    picked: dict[str, Any] = {k: doc[k] for k in ("name", "workloads", "arrival") if k in doc}
+    for key in ("namespace", "scheduler_name"):
+        if key in cluster:
+            picked[key] = cluster[key]
+    try:
+        return LoadSpec.model_validate(picked)
+    except ValidationError as exc:
+        errors = field_errors(exc, LoadSpec)
+        moved = {"namespace": "cluster.namespace", "scheduler_name": "cluster.scheduler_name"}
+        raise SpecError(source, [FieldError(moved.get(e.path, e.path), e.message) for e in errors]) from None
+
+
+def load_spec(path: str | Path) -> LoadSpec:
+    """Read a load spec: ``loadspec.json`` as :meth:`LoadSpec.to_doc` writes it, a load spec in YAML, or a
+    whole scenario YAML (see :func:`parse_load_spec`).
+
+    Raises:
+        SpecError: naming the file and every problem (missing file, bad JSON/YAML, bad fields).
+    """
+    source = str(path)
+    if source.endswith(".json"):
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise SpecError(source, [FieldError("", "file not found")]) from None
+        except OSError as exc:
+            raise SpecError(source, [FieldError("", f"cannot read: {exc.strerror or exc}")]) from None
+        if len(raw) > MAX_BYTES:
+            raise SpecError(source, [FieldError("", f"file too large ({len(raw)} bytes, at most {MAX_BYTES})")])
+        try:
+            doc = json.loads(raw)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise SpecError(source, [FieldError("", f"not valid JSON ({exc})")]) from None
+    else:
+        doc = load_yaml(path)
+    return parse_load_spec(doc, source)
+
+
+__all__ = [
+    "CURVES",
+    "CURVE_KEYS",
+    "WORKLOAD_KINDS",
+    "ArrivalSpec",
+    "LoadSpec",
+    "RoleSpec",
+    "StepSpec",
+    "TolerationSpec",
+    "WorkloadSpec",
+    "Workloads",
+    "dist_doc",
+    "is_scenario",
+    "load_spec",
+    "parse_load_spec",
+]
