@@ -1,4 +1,12 @@
 """Locust load generation for hollowscale (runnable alone: ``locust -f loadgen/locustfile.py``).
 
-Layering: imports nothing of the project except the leaf :mod:`hollowscale.kube`.
+- :mod:`loadgen.spec`: the typed load spec (:class:`~loadgen.spec.WorkloadSpec`,
+  :class:`~loadgen.spec.ArrivalSpec` with the arrival curve's maths, :class:`~loadgen.spec.LoadSpec`),
+  validated with :mod:`kubecore.schema`; the orchestrator composes these into its scenario;
+- :mod:`loadgen.workloads`: workload templates -> manifests (Jobs, bare Pods, Deployments);
+- :mod:`loadgen.shapes`: the Locust shape that follows the arrival curve;
+- :mod:`loadgen.latency`: scheduling/start/completion latencies as Locust request events;
+- ``loadgen/locustfile.py``: the Locust users.
+
+Layering: imports only :mod:`kubecore` of the project (never ``hollowscale``, ``hollow`` or ``distill``).
 """

@@ -9,7 +9,10 @@ Every option is a flag, an env var (``LOCUST_KUBECONFIG``, ``LOCUST_LOAD_SPEC``,
 ``locust.conf`` key.  The arrival curve of the spec drives the user count (:mod:`loadgen.shapes`);
 each user paces itself at ``per_user_rate`` instances/s.  Each create is a Locust request
 (``POST create Job distill/student``); scheduling/start/completion latencies are requests of type
-SCHEDULE/START/COMPLETE (:mod:`loadgen.latency`).
+SCHEDULE/START/COMPLETE (:mod:`loadgen.latency`).  The spec is a :class:`loadgen.spec.LoadSpec`
+(:func:`loadgen.spec.load_spec`); one that does not validate stops Locust with every problem listed.
+Creates authenticate per request with the kubeconfig's bearer token when it has one (refreshed for
+exec plugins) and with its client certificate through the TLS context otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +35,23 @@ from locust import events, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.runners import WorkerRunner
 
-from kubecore.config import load_endpoint
+from kubecore.config import KubeconfigError, KubeEndpoint, load_endpoint
 from kubecore.namespaces import claim_namespace
+from kubecore.schema import SpecError
 from kubecore.tls import client_ssl_context
 from kubecore.watch import session_for
 from loadgen.latency import LatencyWatcher
 from loadgen.shapes import make_shape_class
-from loadgen.spec import load_spec
-from loadgen.workloads import LABEL_RUN, WorkloadMix
+from loadgen.spec import ArrivalSpec, LoadSpec, load_spec
+from loadgen.workloads import WorkloadMix
 
 log = logging.getLogger("loadgen")
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 class _State:
-    spec: dict[str, Any] | None = None
-    endpoint: Any = None
+    spec: LoadSpec | None = None
+    endpoint: KubeEndpoint | None = None
     run_id: str = "adhoc"
     submitted = 0
     watcher: LatencyWatcher | None = None
@@ -61,7 +66,7 @@ def _options(parser: Any) -> None:
     g.add_argument("--kubeconfig", type=str, env_var="LOCUST_KUBECONFIG",
                    default=os.environ.get("KUBECONFIG", ""), help="kubeconfig of the target cluster (default $KUBECONFIG)")
     g.add_argument("--load-spec", type=str, env_var="LOCUST_LOAD_SPEC", default="scenarios/smoke.yaml",
-                   help="scenario YAML or resolved load-spec JSON (workloads + arrival)")
+                   help="scenario YAML, or a load spec (loadspec.json as a run writes it, or YAML)")
     g.add_argument("--namespace", type=str, env_var="LOCUST_NAMESPACE", default="",
                    help="namespace to submit to (default: the spec's)")
     g.add_argument("--run-id", type=str, env_var="LOCUST_RUN_ID", default="adhoc",
@@ -84,16 +89,31 @@ def ssl_context_factory(endpoint: Any) -> Any:
     return factory
 
 
+def request_headers(endpoint: KubeEndpoint) -> Callable[[], dict[str, str]]:
+    """Headers for each create: the static ones, plus the endpoint's current bearer token when it has
+    one (an exec plugin's token expires; :meth:`KubeEndpoint.auth_headers` refreshes it, at most one
+    plugin call per :data:`kubecore.config.TOKEN_RECHECK_S`).  mTLS endpoints pay nothing per request."""
+    if endpoint.token is None and endpoint.refresh is None:
+        return lambda: HEADERS
+    return lambda: {**HEADERS, **endpoint.auth_headers()}
+
+
 def _load(options: Any) -> None:
     if STATE.spec is not None:
         return
-    spec = load_spec(options.load_spec)
-    if options.namespace:
-        spec["namespace"] = options.namespace
+    try:
+        spec = load_spec(options.load_spec)
+        if options.namespace:
+            spec = spec.with_namespace(options.namespace)
+        endpoint = load_endpoint(options.kubeconfig or None)
+    except (SpecError, KubeconfigError) as exc:
+        # SystemExit passes through Locust's event hooks: the run stops here with the message
+        raise SystemExit(f"loadgen: {exc}") from None
     STATE.spec = spec
     STATE.run_id = options.run_id or "adhoc"
-    STATE.endpoint = load_endpoint(options.kubeconfig or None)
-    JobSubmitter.ssl_context_factory = staticmethod(ssl_context_factory(STATE.endpoint))
+    STATE.endpoint = endpoint
+    JobSubmitter.ssl_context_factory = staticmethod(ssl_context_factory(endpoint))
+    JobSubmitter.headers = staticmethod(request_headers(endpoint))
 
 
 @events.init.add_listener
@@ -102,19 +122,19 @@ def _init(environment: Any, **_kw: Any) -> None:
     if opts is None:  # used as a library (tests): the caller sets STATE
         return
     _load(opts)
-    if not environment.host:
+    if not environment.host and STATE.endpoint is not None:
         environment.host = STATE.endpoint.server
 
 
 @events.test_start.add_listener
 def _test_start(environment: Any, **_kw: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner) or STATE.spec is None:
+    if isinstance(environment.runner, WorkerRunner) or STATE.spec is None or STATE.endpoint is None:
         return
     opts = environment.parsed_options
     if not (opts and opts.no_create_namespace):
-        claim_namespace(session_for(STATE.endpoint, 1), STATE.endpoint.server, STATE.spec["namespace"], STATE.run_id)
+        claim_namespace(session_for(STATE.endpoint, 1), STATE.endpoint.server, STATE.spec.namespace, STATE.run_id)
     if not (opts and opts.no_latency_events):
-        STATE.watcher = LatencyWatcher(environment, STATE.endpoint, STATE.spec["namespace"],
+        STATE.watcher = LatencyWatcher(environment, STATE.endpoint, STATE.spec.namespace,
                                        None if STATE.run_id == "adhoc" else STATE.run_id)
         STATE.watcher.start()
 
@@ -133,18 +153,20 @@ class JobSubmitter(FastHttpUser):
     insecure = False
     network_timeout = 30.0
     connection_timeout = 10.0
+    #: per-request headers (set from the endpoint when the spec is loaded)
+    headers: Callable[[], dict[str, str]] = staticmethod(lambda: HEADERS)
 
     def on_start(self) -> None:
         spec = STATE.spec
         assert spec is not None, "load spec not loaded (pass --load-spec)"
-        arrival = spec["arrival"]
-        self.rate = float(arrival.get("per_user_rate") or 1.0)
-        self.poisson = arrival["curve"] == "poisson"
+        arrival = spec.arrival
+        self.rate = arrival.per_user_rate
+        self.poisson = arrival.curve == "poisson"
         worker = getattr(self.environment.runner, "worker_index", 0)
         self.stream = f"{worker}-{id(self):x}"
         self.mix = WorkloadMix(spec, run_id=STATE.run_id, stream=self.stream)
-        self.rng = random.Random(f"{arrival.get('seed', 1)}/pace/{self.stream}")
-        self.max_instances = arrival.get("max_instances")
+        self.rng = random.Random(f"{arrival.seed}/pace/{self.stream}")
+        self.max_instances = arrival.max_instances
         gevent.sleep(self.rng.uniform(0, 1.0 / self.rate))  # spread users' phases
         self.next_at = time.time()
 
@@ -157,12 +179,12 @@ class JobSubmitter(FastHttpUser):
 
     @task
     def submit(self) -> None:
-        if self.max_instances is not None and STATE.submitted >= int(self.max_instances):
+        if self.max_instances is not None and STATE.submitted >= self.max_instances:
             return
         STATE.submitted += 1
         for sub in self.mix.next_instance():
             with self.client.post(sub.path, data=orjson.dumps(sub.body),  # type: ignore[arg-type]  # bytes are sent as is
-                                  headers=HEADERS,
+                                  headers=self.headers(),
                                   name=f"create {sub.kind} {sub.workload}/{sub.role}",
                                   catch_response=True) as resp:
                 if resp.status_code != 201:
@@ -170,4 +192,9 @@ class JobSubmitter(FastHttpUser):
                     break  # the instance is incomplete: do not create its other roles
 
 
-ArrivalShape = make_shape_class(lambda: STATE.spec["arrival"])  # type: ignore[index]
+def _arrival() -> ArrivalSpec:
+    assert STATE.spec is not None, "load spec not loaded (pass --load-spec)"
+    return STATE.spec.arrival
+
+
+ArrivalShape = make_shape_class(_arrival)

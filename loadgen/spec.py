@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainValidator, ValidationError, model_validator
 
 from kubecore.distributions import DurationDist
+from kubecore.namespaces import RESERVED_NAMESPACES
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
     DNS_SUBDOMAIN,
@@ -150,6 +151,17 @@ def _exit_codes(value: Any) -> dict[int, float]:
         problems.append(((), "expected at least one weight > 0"))
     raise_problems("exit_codes", problems)
     return dict(sorted(out.items()))
+
+
+def _own_namespace(value: str) -> str:
+    if value in RESERVED_NAMESPACES:
+        raise problem(f"expected a namespace of the run's own, got {value!r} (it holds the cluster's own "
+                      f"objects: {', '.join(sorted(RESERVED_NAMESPACES))} are refused)")
+    return value
+
+
+#: the namespace a run submits to: a DNS label, not one of the cluster's own (kube-system, default, ...)
+Namespace = Annotated[DnsLabel, AfterValidator(_own_namespace)]
 
 
 if TYPE_CHECKING:
@@ -580,7 +592,7 @@ class LoadSpec(Spec):
     """
 
     name: DnsLabel
-    namespace: DnsLabel = DEFAULT_NAMESPACE
+    namespace: Namespace = DEFAULT_NAMESPACE
     scheduler_name: DnsSubdomain = DEFAULT_SCHEDULER
     workloads: Workloads
     arrival: ArrivalSpec
@@ -709,6 +721,7 @@ __all__ = [
     "WORKLOAD_KINDS",
     "ArrivalSpec",
     "LoadSpec",
+    "Namespace",
     "RoleSpec",
     "StepSpec",
     "TolerationSpec",

@@ -36,24 +36,27 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from hollowscale.cluster.local import LocalCluster  # noqa: E402
-from kubecore.config import load_endpoint  # noqa: E402
 from hollowscale.measure.timeline import Timeline, TimelineCollector  # noqa: E402
+from kubecore.config import load_endpoint  # noqa: E402
 from kubecore.namespaces import claim_namespace  # noqa: E402
 from kubecore.watch import session_for  # noqa: E402
+from loadgen.spec import parse_load_spec  # noqa: E402
 
 NS = "bench-loadgen"
 RUN_ID = "bench-loadgen"
 
 
 def spec(rate: float, duration: float, per_user: float) -> dict:
-    return {
+    """The benchmark's load spec, validated by loadgen and written as ``loadspec.json`` is."""
+    doc = {
         "name": "bench-loadgen", "namespace": NS, "scheduler_name": "default-scheduler",
-        "workloads": [{"name": "bench", "kind": "Job", "share": 1.0, "run_duration": {"dist": "fixed", "value_s": 5.0},
+        "workloads": [{"name": "bench", "kind": "Job", "share": 1.0, "run_duration": "5s",
                        "exit_codes": {0: 1.0}, "backoff_limit": 0,
                        "roles": [{"name": "w", "replicas": 1, "resources": {"cpu": "100m", "memory": "64Mi"},
                                   "node_selector": {"hollowscale.io/pool": "none"}}]}],
         "arrival": {"curve": "constant", "rate": rate, "duration_s": duration, "per_user_rate": per_user, "seed": 1},
     }
+    return parse_load_spec(doc, "bench-loadgen").to_doc()
 
 
 def cpu_seconds(pid: int) -> float:

@@ -1,4 +1,5 @@
-"""Locust on its own against the real cluster: single process and --processes 2 (master + workers)."""
+"""Locust on its own against the real cluster: single process and --processes 2 (master + workers), and
+a kubeconfig that authenticates with a bearer token (a ServiceAccount token from the TokenRequest API)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from kubecore.config import load_endpoint
 from kubecore.watch import session_for
@@ -50,4 +52,63 @@ def test_locust_alone_follows_the_curve(cluster, tmp_path: Path, processes: int)
     # the server without ever being recorded, at most one per user, and never the other way round.
     assert creates <= len(jobs) + len(bare) <= creates + 4
     assert 0.45 < len(jobs) / creates < 0.9  # shares 1 : 0.5
+    s.delete(f"{ep.server}/api/v1/namespaces/{ns}", timeout=30)
+
+
+def _token_kubeconfig(cluster, tmp_path: Path, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """A kubeconfig with a ServiceAccount's bearer token (bound to cluster-admin) and the cluster's CA."""
+    ep = load_endpoint(cluster.kubeconfig)
+    s = session_for(ep, 1)
+    headers = {"Content-Type": "application/json"}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}}
+    r = s.post(f"{ep.server}/api/v1/namespaces/default/serviceaccounts", data=orjson.dumps(sa), headers=headers,
+               timeout=30)
+    assert r.status_code in (201, 409), r.text
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]}
+    r = s.post(f"{ep.server}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", data=orjson.dumps(binding),
+               headers=headers, timeout=30)
+    assert r.status_code in (201, 409), r.text
+    req = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    r = s.post(f"{ep.server}/api/v1/namespaces/default/serviceaccounts/{name}/token", data=orjson.dumps(req),
+               headers=headers, timeout=30)
+    assert r.status_code == 201, r.text
+    token = r.json()["status"]["token"]
+    cluster_entry: dict[str, object] = {"server": ep.server}
+    if ep.ca_file:
+        cluster_entry["certificate-authority"] = ep.ca_file
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
+           "clusters": [{"name": "c", "cluster": cluster_entry}], "users": [{"name": name, "user": {"token": token}}],
+           "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}]}
+    path = tmp_path / "token-kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_locust_alone_with_a_bearer_token(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Creates carry the token (no client certificate in this kubeconfig): every POST is a 201."""
+    kubeconfig = _token_kubeconfig(cluster, tmp_path, "loadgen-token")
+    token_ep = load_endpoint(kubeconfig)
+    assert token_ep.cert_file is None and token_ep.token
+    ns = "loadgen-token"
+    spec = {"name": "token", "namespace": ns,
+            "workloads": [{"name": "tiny", "kind": "Pod", "run_duration": "1s",
+                           "roles": [{"name": "p", "resources": {"cpu": "10m"}}]}],
+            "arrival": {"curve": "constant", "rate": 2, "duration_s": 4, "per_user_rate": 1}}
+    spec_file = tmp_path / "loadspec.json"
+    spec_file.write_text(json.dumps(spec))
+    argv = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadgen" / "locustfile.py"), "--headless",
+            "--kubeconfig", str(kubeconfig), "--load-spec", str(spec_file), "--run-id", "token1",
+            "--csv", str(tmp_path / "l"), "--only-summary", "--no-latency-events"]
+    r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = [row for row in csv.DictReader((tmp_path / "l_stats.csv").open()) if row["Type"] == "POST"]
+    creates = sum(int(row["Request Count"]) for row in rows)
+    assert creates >= 4 and sum(int(row["Failure Count"]) for row in rows) == 0, rows
+    ep = load_endpoint(cluster.kubeconfig)
+    s = session_for(ep, 1)
+    pods = orjson.loads(s.get(f"{ep.server}/api/v1/namespaces/{ns}/pods",
+                              params={"labelSelector": "hollowscale.io/run=token1"}, timeout=30).content)["items"]
+    assert creates <= len(pods) <= creates + 2
     s.delete(f"{ep.server}/api/v1/namespaces/{ns}", timeout=30)

@@ -1,75 +1,90 @@
-"""Load generator pieces without a cluster: spec parsing, arrival curves -> users, manifests."""
+"""Load generator pieces without a cluster: manifests from the typed spec, the mix, the shape, headers."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hollowscale.scenario import load_scenario
-from loadgen.shapes import expected_instances, rate_at, users_at
-from loadgen.spec import load_spec, normalise, seconds
-from loadgen.workloads import ANN_EXIT, ANN_RUN, LABEL_INSTANCE, WorkloadMix, go_duration, sample_duration
+from kubecore.distributions import DurationDist
+from kubecore.durations import parse_go_duration
+from loadgen.shapes import SPAWN_RATE_MIN, shape_tick
+from loadgen.spec import LoadSpec, load_spec, parse_load_spec
+from loadgen.workloads import (
+    ANN_DELAY,
+    ANN_EXIT,
+    ANN_RUN,
+    LABEL_GPUS,
+    LABEL_INSTANCE,
+    LABEL_ROLE,
+    LABEL_RUN,
+    LABEL_WORKLOAD,
+    WorkloadMix,
+    annotation_duration,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_yaml_and_resolved_spec_agree() -> None:
-    """loadgen reading the YAML itself and hollowscale's resolved JSON give the same load."""
-    sc = load_scenario(ROOT / "scenarios" / "default.yaml")
-    from_json = normalise(sc.to_load_spec())
-    from_yaml = load_spec(ROOT / "scenarios" / "default.yaml")
-    assert from_json["arrival"]["duration_s"] == from_yaml["arrival"]["duration_s"] == 300
-    assert expected_instances(from_json["arrival"]) == pytest.approx(sc.arrival.expected_instances(), rel=1e-6)
-    assert [w["name"] for w in from_json["workloads"]] == [w["name"] for w in from_yaml["workloads"]]
-    a = WorkloadMix(from_json, "r", stream="s").next_instance()
-    b = WorkloadMix(from_yaml, "r", stream="s").next_instance()
-    assert [s.body for s in a] == [s.body for s in b]
-
-
-def test_curves_match_the_scenario_model() -> None:
-    for name in ("default", "smoke", "gpu-contention"):
-        sc = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-        spec = normalise(sc.to_load_spec())
-        for t in [i * 0.7 for i in range(int(sc.arrival.duration_s / 0.7) + 3)]:
-            assert rate_at(spec["arrival"], t) == pytest.approx(sc.arrival.rate_at(t))
-
-
-def test_users_follow_the_rate() -> None:
-    arrival = {"curve": "ramp", "start_rate": 0, "end_rate": 10, "ramp_s": 10, "duration_s": 20, "per_user_rate": 0.5}
-    assert users_at(arrival, 0) == 0
-    assert users_at(arrival, 5) == 10  # 5/s at 0.5/s per user
-    assert users_at(arrival, 15) == 20
-    assert users_at(arrival, 20) == 0
-    spike = {"curve": "spike", "rate": 1, "spike_rate": 9, "spike_at_s": 5, "spike_duration_s": 2, "duration_s": 10,
-             "per_user_rate": 1}
-    assert [users_at(spike, t) for t in (0, 5, 6.9, 7)] == [1, 9, 9, 1]
+def _smoke_with_deployment() -> LoadSpec:
+    doc = load_spec(ROOT / "scenarios" / "smoke.yaml").to_doc()
+    svc = dict(doc["workloads"][0], name="svc", kind="Deployment", exit_codes={"0": 1.0}, run_duration="forever")
+    doc["workloads"].append(svc)
+    return parse_load_spec(doc, "smoke+svc")
 
 
 def test_manifests_for_each_kind() -> None:
-    spec = load_spec(ROOT / "scenarios" / "smoke.yaml")
-    spec["workloads"].append({**spec["workloads"][0], "name": "svc", "kind": "Deployment", "exit_codes": {0: 1.0}})
+    spec = _smoke_with_deployment()
     mix = WorkloadMix(spec, "run-1", stream="t")
-    by = {w["name"]: w for w in spec["workloads"]}
-    distill = [mix.build(by["distill"], r, "i1") for r in by["distill"]["roles"]]
-    student, teacher = distill[0].body, distill[1].body
-    assert distill[0].path == "/apis/batch/v1/namespaces/hollowscale-smoke/jobs"
+    distill = spec.workload("distill")
+    subs = [mix.build(distill, r, "i1") for r in distill.roles]
+    student, teacher = subs[0].body, subs[1].body
+    assert subs[0].path == "/apis/batch/v1/namespaces/hollowscale-smoke/jobs"
+    assert (subs[0].workload, subs[0].role, subs[0].kind) == ("distill", "student", "Job")
     assert student["spec"]["parallelism"] == 1 and teacher["spec"]["parallelism"] == 2
+    assert teacher["spec"]["completions"] == 2 and student["spec"]["backoffLimit"] == 0
+    assert student["metadata"] == {"generateName": "distill-student-", "labels": {
+        LABEL_RUN: "run-1", LABEL_WORKLOAD: "distill", LABEL_ROLE: "student", LABEL_INSTANCE: "i1"}}
     c = student["spec"]["template"]["spec"]["containers"][0]
     assert c["resources"]["limits"] == {"nvidia.com/gpu": "8"} and c["resources"]["requests"]["cpu"] == "8"
     tmpl = student["spec"]["template"]
-    assert tmpl["metadata"]["annotations"][ANN_RUN] == "4s" and tmpl["metadata"]["annotations"][ANN_EXIT] == "0"
-    assert tmpl["spec"]["restartPolicy"] == "Never" and tmpl["spec"]["tolerations"][0]["operator"] == "Exists"
-    assert tmpl["metadata"]["labels"][LABEL_INSTANCE] == "i1"
-    pod = mix.build(by["inference"], by["inference"]["roles"][0], "i2")
-    assert pod.path.endswith("/pods") and pod.body["kind"] == "Pod" and pod.body["metadata"]["generateName"]
-    dep = mix.build(by["svc"], by["svc"]["roles"][0], "i3").body
-    assert dep["kind"] == "Deployment" and dep["spec"]["template"]["spec"]["restartPolicy"] == "Always"
-    assert dep["spec"]["template"]["metadata"]["annotations"][ANN_RUN] == "forever"
+    assert tmpl["metadata"]["annotations"] == {ANN_RUN: "4s", ANN_EXIT: "0"}
+    assert tmpl["metadata"]["labels"][LABEL_INSTANCE] == "i1" and tmpl["metadata"]["labels"][LABEL_GPUS] == "8"
+    assert tmpl["spec"]["restartPolicy"] == "Never" and tmpl["spec"]["schedulerName"] == "default-scheduler"
+    assert tmpl["spec"]["tolerations"] == [{"operator": "Exists", "key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert tmpl["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"}
+    inference = spec.workload("inference")
+    pod = mix.build(inference, inference.roles[0], "i2")
+    assert pod.path.endswith("/namespaces/hollowscale-smoke/pods") and pod.body["kind"] == "Pod"
+    assert pod.body["metadata"]["generateName"] == "inference-server-" and "completions" not in pod.body["spec"]
+    assert pod.body["metadata"]["labels"][LABEL_GPUS] == "1"
+    svc = spec.workload("svc")
+    dep = mix.build(svc, svc.roles[0], "i3").body
+    assert dep["kind"] == "Deployment" and dep["spec"]["replicas"] == 2
+    assert dep["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+    assert dep["spec"]["template"]["metadata"]["annotations"] == {ANN_RUN: "forever"}
     assert dep["spec"]["selector"]["matchLabels"] == {LABEL_INSTANCE: "i3"}
+    assert json.loads(json.dumps(dep)) == dep  # plain JSON
+
+
+def test_next_instance_submits_every_role_and_is_deterministic() -> None:
+    spec = load_spec(ROOT / "scenarios" / "default.yaml")
+    a = [[s.body for s in WorkloadMix(spec, "r", stream="s").next_instance()] for _ in range(3)]
+    mix1, mix2 = WorkloadMix(spec, "r", stream="s"), WorkloadMix(spec, "r", stream="s")
+    first = [mix1.next_instance() for _ in range(20)]
+    assert [[s.body for s in i] for i in first] == [[s.body for s in mix2.next_instance()] for _ in range(20)]
+    assert a[0] == a[1] == a[2]
+    other = WorkloadMix(spec, "r", stream="other")
+    assert [[s.body for s in i] for i in first] != [[s.body for s in other.next_instance()] for _ in range(20)]
+    for n, subs in enumerate(first, start=1):
+        w = spec.workload(subs[0].workload)
+        assert [s.role for s in subs] == [r.name for r in w.roles]
+        assert {s.body["metadata"]["labels"][LABEL_INSTANCE] for s in subs} == {f"{w.name}-s-{n}"}
 
 
 def test_mix_follows_shares() -> None:
@@ -83,30 +98,113 @@ def test_mix_follows_shares() -> None:
     assert counts["distill"] / 4000 == pytest.approx(0.3, abs=0.03)
 
 
-def test_exit_code_mix_and_durations() -> None:
-    spec = normalise({"name": "x", "workloads": [{"name": "w", "exit_codes": {0: 0.9, 3: 0.1},
-                      "run_duration": {"dist": "exponential", "mean": "10s", "max": "30s"}, "roles": [{"name": "r"}]}],
-                      "arrival": {"curve": "constant", "rate": 1, "duration_s": 1}})
+def _one_workload(**w: Any) -> LoadSpec:
+    return parse_load_spec({"name": "x", "workloads": [{"name": "w", "roles": [{"name": "r"}], **w}],
+                            "arrival": {"curve": "constant", "rate": 1, "duration_s": 1}}, "x")
+
+
+def test_exit_code_mix_and_drawn_durations() -> None:
+    spec = _one_workload(exit_codes={0: 0.9, 3: 0.1}, run_duration={"dist": "exponential", "mean": "10s", "max": "30s"},
+                         startup_delay={"dist": "uniform", "min": "1s", "max": "2s"})
     mix = WorkloadMix(spec, "r", stream="e")
-    codes = [mix.next_instance()[0].body["spec"]["template"]["metadata"]["annotations"][ANN_EXIT] for _ in range(2000)]
-    assert codes.count("3") / 2000 == pytest.approx(0.1, abs=0.025)
-    rng = random.Random(1)
-    draws = [sample_duration({"dist": "exponential", "mean_s": 10, "max_s": 30}, rng) for _ in range(5000)]
-    assert max(draws) <= 30 and sum(draws) / len(draws) == pytest.approx(10 * (1 - 2.718281828 ** -3), rel=0.06)
-    assert sample_duration({"dist": "forever"}, rng) is None
+    anns = [mix.next_instance()[0].body["spec"]["template"]["metadata"]["annotations"] for _ in range(3000)]
+    codes = [a[ANN_EXIT] for a in anns]
+    assert codes.count("3") / len(codes) == pytest.approx(0.1, abs=0.025)
+    runs = [parse_go_duration(a[ANN_RUN]) for a in anns]
+    assert max(runs) <= 30 and sum(runs) / len(runs) == pytest.approx(10 * (1 - 2.718281828 ** -3), rel=0.06)
+    assert all(abs(r * 1000 - round(r * 1000)) < 1e-6 for r in runs)  # whole milliseconds
+    delays = [parse_go_duration(a[ANN_DELAY]) for a in anns]
+    assert min(delays) >= 1 and max(delays) <= 2
 
 
-@pytest.mark.parametrize(("s", "text"), [(12.5, "12.500s"), (0, "0s"), (90, "90s"), (0.001, "0.001s")])
-def test_go_duration(s: float, text: str) -> None:
-    assert go_duration(s) == text
-    assert seconds(text) == pytest.approx(s)
+def test_role_overrides_and_priority_class() -> None:
+    spec = _one_workload(priority_class="batch-low", run_duration="5s",
+                         roles=[{"name": "a", "run_duration": "250ms", "startup_delay": "1.5s"}, {"name": "b"}])
+    a, b = WorkloadMix(spec, "r").next_instance()
+    assert a.body["spec"]["template"]["metadata"]["annotations"] == {ANN_RUN: "250ms", ANN_DELAY: "1.5s", ANN_EXIT: "0"}
+    assert b.body["spec"]["template"]["metadata"]["annotations"] == {ANN_RUN: "5s", ANN_EXIT: "0"}
+    assert a.body["spec"]["template"]["spec"]["priorityClassName"] == "batch-low"
 
 
-def test_loadgen_imports_no_orchestrator_module() -> None:
-    """Layering: loadgen may use hollowscale.kube only, never hollow, distill or the rest of hollowscale."""
-    code = ("import sys; import loadgen.spec, loadgen.shapes, loadgen.workloads, loadgen.kubehttp, loadgen.latency;"
-            "bad=[m for m in sys.modules if m.split('.')[0] in ('hollow','distill') or "
-            "(m.startswith('hollowscale') and m not in ('hollowscale',) and not m.startswith('hollowscale.kube'))];"
+@pytest.mark.parametrize(("s", "text"), [(12.5, "12.5s"), (0, "0s"), (90, "1m30s"), (0.001, "1ms"),
+                                         (12.3456, "12.346s"), (0.0004, "0s"), (float("inf"), "forever")])
+def test_annotation_duration(s: float, text: str) -> None:
+    assert annotation_duration(s) == text
+    assert parse_go_duration(text) == pytest.approx(round(s, 3))
+
+
+def test_sample_is_kubecores() -> None:
+    """The mix draws with DurationDist.sample: same generator state, same draws."""
+    dist = DurationDist("uniform", minimum=2, maximum=4)
+    spec = _one_workload(run_duration={"dist": "uniform", "min": "2s", "max": "4s"})
+    mix = WorkloadMix(spec, "r", stream="k")
+    rng = random.Random(f"{spec.arrival.seed}/k")
+    for _ in range(50):
+        rng.choices([0], weights=[1.0])  # the mix's choice of workload
+        want = annotation_duration(dist.sample(rng))
+        rng.choices([0], weights=[1.0])  # the exit code
+        got = mix.next_instance()[0].body["spec"]["template"]["metadata"]["annotations"][ANN_RUN]
+        assert got == want
+
+
+def test_shape_follows_the_curve_and_stops() -> None:
+    spec = parse_load_spec({"name": "s", "workloads": [{"name": "w", "roles": [{"name": "r"}]}],
+                            "arrival": {"curve": "ramp", "start_rate": 0, "end_rate": 10, "ramp_s": 10,
+                                        "duration_s": 20, "per_user_rate": 0.5}}, "s")
+    a = spec.arrival
+    assert shape_tick(a, 0) == (0, SPAWN_RATE_MIN)
+    assert shape_tick(a, 5) == (10, SPAWN_RATE_MIN)
+    assert shape_tick(a, 19.9) == (20, SPAWN_RATE_MIN)
+    assert shape_tick(a, 20) is None
+    big = parse_load_spec({"name": "s", "workloads": [{"name": "w", "roles": [{"name": "r"}]}],
+                           "arrival": {"curve": "constant", "rate": 400, "duration_s": 5}}, "s").arrival
+    assert shape_tick(big, 1) == (400, 400.0)
+
+
+def _in_subprocess(code: str) -> subprocess.CompletedProcess[str]:
+    """Locust monkey-patches the standard library on import: keep it out of the test process."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_request_headers_carry_the_current_token() -> None:
+    code = """
+import itertools
+from kubecore.config import KubeEndpoint
+from loadgen.locustfile import HEADERS, request_headers
+tokens = itertools.count(1)
+plain = request_headers(KubeEndpoint("https://x"))
+assert plain() is HEADERS and "Authorization" not in plain(), plain()
+static = request_headers(KubeEndpoint("https://x", token="abc"))
+assert static() == {**HEADERS, "Authorization": "Bearer abc"}, static()
+rotating = request_headers(KubeEndpoint("https://x", token="t0", refresh=lambda: f"t{next(tokens)}"))
+assert [rotating()["Authorization"] for _ in range(2)] == ["Bearer t1", "Bearer t2"]
+assert "Authorization" not in HEADERS
+print("ok")
+"""
+    r = _in_subprocess(code)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_bad_spec_stops_locust_with_the_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nworkloads: [{name: w, kind: CronJob, roles: [{name: r}]}]\n"
+                   "arrival: {curve: constant, rate: 1, duration_s: 1}\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: a\n"
+                          "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: a, context: {cluster: c, user: u}}]\n")
+    r = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "loadgen" / "locustfile.py"), "--headless",
+                        "--kubeconfig", str(kubeconfig), "--load-spec", str(bad)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert f"loadgen: {bad}: workloads[0].kind: expected one of Job, Pod, Deployment, got 'CronJob'" in r.stderr, r.stderr
+
+
+def test_loadgen_imports_only_kubecore() -> None:
+    """Layering: loadgen imports kubecore and nothing else of ours (never hollowscale, hollow or distill)."""
+    code = ("import sys; import loadgen.locustfile, loadgen.spec, loadgen.shapes, loadgen.workloads, loadgen.latency;"
+            "ours=('hollowscale','hollow','distill');"
+            "bad=sorted(m for m in sys.modules if m.split('.')[0] in ours);"
             "print(bad); sys.exit(1 if bad else 0)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    r = _in_subprocess(code)
     assert r.returncode == 0, r.stdout + r.stderr
