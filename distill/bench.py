@@ -44,7 +44,23 @@ EDL = {
 
 @dataclass(frozen=True)
 class BenchSettings:
-    """Sizes of the benchmark. The defaults are the full run (~30-40 min on 2 busy cores)."""
+    """Sizes of the benchmark. The defaults are the full run (~30-40 min on 2 busy cores).
+
+    Attributes:
+        out: output folder (``summary.json``, ``summary.md``, ``bench.png``, ``runs/``).
+        quick: the smoke-test sizes of :meth:`quick_settings` (also picks the quick teacher).
+        seeds: student seeds; every row runs once per seed.
+        epochs: passes over the unlabelled images per student run.
+        labelled: labelled training images (class balanced), images.
+        unlabelled: unlabelled images per epoch (of the 58,000 available); None: all of them.
+        teacher_counts: teachers of each ``service-<n>`` row.
+        kill_at_fraction: when the kill row SIGKILLs a teacher, as a fraction (0..1) of the run's
+            samples (0.2: mid first epoch of two).
+        teacher_down_s: seconds the killed teacher stays dead before its restart on the same port.
+        run_timeout_s: seconds one student run may take before the bench fails.
+        checkpoint: teacher checkpoint; None: the cached one (trained first if missing).
+        extra_student_args: more ``python -m distill.student`` flags for every run.
+    """
 
     out: Path
     quick: bool = False

@@ -1,10 +1,15 @@
 """Click commands, mounted by the orchestrator as ``hollowscale distill ...``.
 
 Import line for the main CLI: ``from distill.cli import distill_group``.
+
+This module imports only ``click`` and the standard library, so ``hollowscale --help`` (and
+``hollowscale distill --help``) work on an install without the ``distill`` extra; the commands
+import PyTorch when they run, and without it exit 2 with one line saying what to install.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 import time
@@ -12,7 +17,22 @@ from pathlib import Path
 
 import click
 
-from distill.data import DatasetMissingError
+#: what the ``distill`` extra adds to the core install (import names)
+EXTRA_MODULES = ("torch", "numpy")
+INSTALL_HINT = "pip install 'hollowscale[distill]' (or make setup-distill; make test installs it too)"
+
+
+def missing_extra_modules() -> list[str]:
+    """The modules of the ``distill`` extra that this interpreter cannot import."""
+    return [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
+
+def _require_extra() -> None:
+    """Exit 2 with one line when the ``distill`` extra is not installed."""
+    missing = missing_extra_modules()
+    if missing:
+        click.echo(f"error: hollowscale distill needs {', '.join(missing)}: {INSTALL_HINT}", err=True)
+        sys.exit(2)
 
 
 def _logging(verbose: bool) -> None:
@@ -44,6 +64,8 @@ def distill_group() -> None:
 @click.option("-v", "--verbose", is_flag=True)
 def train_teacher_cmd(out: Path | None, epochs: int, threads: int, force: bool, verbose: bool) -> None:
     """Train the teacher CNN once (>= 91% test accuracy) and cache it outside the repo."""
+    _require_extra()
+    from distill.data import DatasetMissingError
     from distill.models import load_checkpoint
     from distill.train_teacher import TeacherTrainSettings, default_checkpoint, train_teacher
 
@@ -86,7 +108,9 @@ def bench_cmd(
     """
     import dataclasses
 
+    _require_extra()
     from distill.bench import BenchSettings, render_markdown, run_bench
+    from distill.data import DatasetMissingError
 
     _logging(verbose)
     out = out or Path("reports/distill") / time.strftime("%Y%m%d-%H%M%S")

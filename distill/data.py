@@ -72,6 +72,11 @@ class StreamSettings:
     subset, reshuffled whenever it wraps) and ``batch_size - labelled_per_batch``
     unlabelled ones. One epoch is one pass over the unlabelled images, so every mode runs
     exactly the same number of steps per epoch.
+
+    Attributes:
+        batch_size: images per student step.
+        labelled_per_batch: labelled images in each batch (0 < labelled_per_batch < batch_size).
+        augment: random ±2 px shift and horizontal flip, seeded per batch.
     """
 
     batch_size: int = 128

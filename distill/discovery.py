@@ -73,7 +73,17 @@ class StaticTeachers:
 
 @dataclass(frozen=True)
 class EndpointSliceSettings:
-    """Which Service to follow. ``port_name`` picks a named port (default: the first port)."""
+    """Which Service to follow.
+
+    Attributes:
+        namespace: the Service's namespace.
+        service: the Service's name (slices are selected by ``kubernetes.io/service-name``).
+        kubeconfig: kubeconfig path; None: in-cluster config, then ``~/.kube/config``.
+        port_name: the named port to use; None: the first port of each slice.
+        scheme: URL scheme of the teacher endpoints (``http``).
+        watch_timeout_s: server-side watch timeout in seconds; the watch is re-opened after it.
+        host_aliases: endpoint address -> host to connect to instead (see below).
+    """
 
     namespace: str
     service: str

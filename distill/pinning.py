@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 
-import torch
-
 
 def parse_cpus(text: str | None) -> set[int] | None:
     """``"0"``, ``"0,2"`` or ``"0-3"`` -> set of core ids; ``None``/``""`` -> no pinning."""
@@ -43,6 +41,8 @@ def pin(cpus: set[int] | None, threads: int | None) -> dict[str, object]:
         if usable:
             os.sched_setaffinity(0, usable)
             applied = usable
+    import torch  # here, not at the top: parse_cpus serves processes that never load torch
+
     n = threads if threads and threads > 0 else len(applied)
     torch.set_num_threads(n)
     return {"cpus": sorted(applied), "torch_threads": n, "dropped_cpus": dropped}

@@ -3,6 +3,10 @@
 Teachers are real ``python -m distill.teacher`` subprocesses on 127.0.0.1; a teacher is
 started with ``--port 0 --port-file`` so no port is ever guessed, and can be restarted on
 the same port (the kill-and-restart row of the bench).
+
+Processes go through the ground floor (:mod:`kubecore.procs`): each teacher runs in its own
+session with its log appended to ``<workdir>/<name>.log``, and is stopped by its process group;
+its ``/metrics`` are read with :mod:`kubecore.promtext` (``prometheus_client``'s parser).
 """
 
 from __future__ import annotations
@@ -17,12 +21,27 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from kubecore.procs import spawn, stop_group
+from kubecore.promtext import scrape
 
 
 @dataclass
 class TeacherProcess:
-    """One teacher subprocess; ``url`` is known once :meth:`wait_ready` returned."""
+    """One teacher subprocess; ``url`` is known once :meth:`wait_ready` returned.
+
+    Attributes:
+        checkpoint: the teacher's model checkpoint (``.pt``).
+        workdir: folder of the port file ``<name>.port`` and the log ``<name>.log``.
+        name: the teacher's name in file names and reports.
+        cpus: cores to pin the process to before it execs (``"1"``, ``"1,3"``, ``"1-3"``; None: no pinning).
+        threads: torch intra-op threads of the teacher.
+        port: TCP port; 0 until the first start has bound one, then kept for restarts.
+        host: bind address (loopback: all test traffic stays on this machine).
+        extra_args: more ``python -m distill.teacher`` flags.
+        proc: the running (or last) process.
+        starts: how many times :meth:`start` launched it.
+    """
 
     checkpoint: Path
     workdir: Path
@@ -30,10 +49,9 @@ class TeacherProcess:
     cpus: str | None = None
     threads: int = 1
     port: int = 0
-    host: str = "127.0.0.1"  # bind address (loopback: all test traffic stays on this machine)
+    host: str = "127.0.0.1"
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
-    _log: IO[bytes] | None = None
     starts: int = 0
 
     @property
@@ -41,11 +59,10 @@ class TeacherProcess:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> None:
-        """Launch (again, on the same port if it had one)."""
+        """Launch in its own session (again, on the same port if it had one), pinned before exec."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         port_file = self.workdir / f"{self.name}.port"
         port_file.unlink(missing_ok=True)
-        self._log = (self.workdir / f"{self.name}.log").open("ab")
         cmd = [
             sys.executable, "-m", "distill.teacher",
             "--host", self.host, "--port", str(self.port), "--port-file", str(port_file),
@@ -54,13 +71,7 @@ class TeacherProcess:
         ]  # fmt: skip
         if self.cpus:
             cmd += ["--cpus", self.cpus]
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=affinity_preexec(self.cpus),
-        )
+        self.proc = spawn(cmd, self._log_path(), preexec_fn=affinity_preexec(self.cpus))
         self.starts += 1
 
     def wait_ready(self, timeout_s: float = 60.0) -> float:
@@ -82,45 +93,26 @@ class TeacherProcess:
         return self.workdir / f"{self.name}.log"
 
     def kill(self) -> float:
-        """SIGKILL, as a preempted machine would; returns when it happened."""
+        """SIGKILL to the whole process group, as a preempted machine would; returns when it happened."""
         t = time.time()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            stop_group(self.proc, grace_s=10.0, sig=signal.SIGKILL)
         return t
 
     def stop(self, timeout_s: float = 10.0) -> int | None:
-        """SIGTERM (clean drain), SIGKILL if it does not exit in time; returns the exit code."""
+        """SIGTERM to the process group (clean drain), SIGKILL after ``timeout_s`` seconds; returns the exit code."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return self.proc.returncode
+        return stop_group(self.proc, grace_s=timeout_s)
 
     def metrics(self) -> dict[str, float]:
-        """A few Prometheus samples (unlabelled series only) from /metrics, {} if unreachable."""
-        out: dict[str, float] = {}
-        try:
-            with urllib.request.urlopen(self.url + "/metrics", timeout=2) as r:
-                text = r.read().decode()
-        except OSError:
-            return out
-        for line in text.splitlines():
-            if line.startswith("#") or "{" in line:
-                continue
-            parts = line.split()
-            if len(parts) == 2:
-                with contextlib.suppress(ValueError):
-                    out[parts[0]] = float(parts[1])
-        return out
+        """Every sample of ``/metrics``, {} if unreachable.
+
+        Keys as :func:`kubecore.promtext.sample_key` writes them: an unlabelled series by its sample
+        name (``teacher_samples_total``, ``teacher_batch_size_count``, ``teacher_batch_size_sum``,
+        ``teacher_queue_depth_samples``), a labelled one as ``name{label="value"}``.
+        """
+        return scrape(self.url + "/metrics", timeout_s=2.0)
 
 
 def affinity_preexec(cpus: str | None) -> Callable[[], None] | None:

@@ -51,7 +51,19 @@ class ReaderError(RuntimeError):
 
 @dataclass(frozen=True)
 class ReaderSettings:
-    """Knobs of the reader (times in seconds)."""
+    """Knobs of the reader (times in seconds).
+
+    Attributes:
+        window: batches taken from the stream but not yet consumed by the student (prefetch
+            bound; also the most rework after a teacher dies).
+        per_teacher_inflight: concurrent requests per teacher.
+        request_timeout_s: seconds for a whole request; then it is retried on another teacher.
+        connect_timeout_s: seconds to open a connection.
+        probe_interval_s: seconds between ``/readyz`` probes of teachers out of rotation.
+        probe_timeout_s: seconds one probe may take.
+        wait_log_interval_s: seconds between "no live teacher" log reminders.
+        max_attempts: attempts per batch; 0 = retry forever (a batch is never dropped).
+    """
 
     window: int = 16  # batches taken from the stream but not yet consumed by the student
     per_teacher_inflight: int = 2  # concurrent requests per teacher

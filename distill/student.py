@@ -45,7 +45,35 @@ MODES = ("pure", "same-net", "service")
 
 @dataclass(frozen=True)
 class StudentSettings:
-    """One training run. Identical settings across modes = identical data and steps."""
+    """One training run. Identical settings across modes = identical data and steps.
+
+    Attributes:
+        mode: ``pure`` (labels only), ``same-net`` (the teacher in this process) or ``service``
+            (teachers over HTTP).
+        seed: student seed (initialisation, stream order, augmentation).
+        epochs: passes over the unlabelled images.
+        labelled: labelled training images (class balanced), images.
+        unlabelled: cap on unlabelled images per epoch; None: the other 58,000.
+        stream: batch shape (images per batch, labelled per batch, augmentation).
+        lr: AdamW peak learning rate of the one-cycle schedule.
+        temperature: distillation temperature T (dimensionless; soft term weighted by T²).
+        alpha: weight (0..1) of the soft (teacher) term on labelled samples; 1 - alpha for the labels.
+        split_seed: seed of the labelled/unlabelled split (fixed so every mode sees the same images).
+        net: the student network's shape.
+        checkpoint: teacher for same-net; None: the cached one.
+        teachers: service mode: static teacher URLs (``http://host:port``).
+        k8s_service: service mode: ``namespace/name`` whose EndpointSlices list the teachers.
+        kubeconfig: kubeconfig path for ``k8s_service``; None: in-cluster, then ``~/.kube/config``.
+        port_name: the Service port to use (None: the first port).
+        reader: the teacher client's knobs.
+        cpus: cores to pin this process to; None: no pinning.
+        threads: torch intra-op threads.
+        progress_file: JSON lines ``{t, samples}`` written while training (for the bench); None: none.
+        eval_each_epoch: False: evaluate only after the last epoch (quick runs).
+        test_images: evaluate on the first N test images, images; None: all 10,000.
+        dataset_dir: folder of the Fashion-MNIST idx files; None: ``$HOLLOWSCALE_FASHION_MNIST``,
+            then Debian's ``dataset-fashion-mnist``.
+    """
 
     mode: str = "pure"
     seed: int = 0
