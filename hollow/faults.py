@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from hollow.durations import keyed_uniform
+from kubecore.distributions import keyed_uniform
 
 
 def choose(items: list[str], fraction: float, seed: int) -> list[str]:

@@ -3,7 +3,8 @@
 Input is the single pod watch (``spec.nodeName!=``, all nodes; pods on other agents' nodes are dropped
 after one dictionary lookup).  For each pod the controller keeps the newest facts it knows (a watch
 event older than the agent's own last write is recognised by its phase and restart count and ignored,
-so it cannot trigger a transition twice), asks :func:`hollow.stages.plan` for the next stage and sets a
+so it cannot trigger a transition twice), asks :func:`hollow.stages.plan` for the next stage of the
+pod's pool's stage table (``stages:`` in the pools file, else ``hollow/stages.yaml``) and sets a
 timer.  When the timer fires it writes exactly one status patch (or the final DELETE); it never reads
 before writing and never sends a patch that changes nothing.
 
@@ -29,12 +30,12 @@ from hollow.nodes import NodeState
 from hollow.podstatus import delete_options, deletion_exit_code, restarted_patch, running_patch, terminated_patch
 from hollow.stages import (
     PHASE_ORDER,
-    STAGES,
     TERMINAL,
     Action,
     PodFacts,
     Stage,
     annotation_problems,
+    default_stages,
     exit_code,
     plan,
     pod_facts,
@@ -78,13 +79,13 @@ class PodController:
     """Applies lifecycle stages to the pods on a set of nodes."""
 
     def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
-                 nodes: dict[str, NodeState], stages: tuple[Stage, ...] = STAGES) -> None:
+                 nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None) -> None:
         self.api = api
         self.clock = clock
         self.metrics = metrics
         self.faults = faults
         self.nodes = nodes
-        self.stages = stages
+        self.stages = stages  # overrides every pool's table (tests); None: each pool's own or the default
         self.records: dict[str, PodRecord] = {}
         self._ipam: dict[str, PodIPs] = {}
         self._timers = TimerLoop[str](clock, self._fire)
@@ -163,7 +164,9 @@ class PodController:
             self._timers.schedule(uid, now_m)
             return
         now_w = self.clock.wall()
-        planned = plan(facts, self.nodes[facts.node].slot.pool.lifecycle, now_w, rec.started_wall, self.stages)
+        pool = self.nodes[facts.node].slot.pool
+        stages = self.stages or pool.stages or default_stages()
+        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages)
         if planned is None:
             rec.action = None
             self._timers.cancel(uid)

@@ -1,10 +1,25 @@
 """Pod lifecycle as data: which stage applies to a pod, and when it is due.
 
-Like KWOK's stages, behaviour is a table, not code paths: each :class:`Stage` says which pods it
-selects (phase, deletion, restart policy), which delay applies (startup or run duration, taken from the
-pod's ``hollowscale.io/*`` annotations or else the pool's lifecycle defaults) and from which moment that
-delay counts (binding, container start, now).  The controller in :mod:`hollow.pods` only applies the
-first matching stage; :func:`plan` is a pure function so timing is tested with a fake clock.
+Like KWOK's stages, behaviour is a table, not code paths.  The default table ships as
+``hollow/stages.yaml``; a pool may name its own file (``stages: my-stages.yaml`` in the pools file).
+Each stage says which pods it selects (phase, deletion, restart policy), which delay applies (startup or
+run duration, taken from the pod's ``hollowscale.io/*`` annotations or else the pool's lifecycle
+defaults) and from which moment that delay counts (binding, container start, now)::
+
+    stages:
+      - name: pod-complete            # for logs (a DNS label, unique in the file)
+        action: finish                # start | finish | finalize
+        selector:
+          phases: [Running]           # Pending, Running, Succeeded, Failed, Unknown (default: all)
+          deleting: false             # true: only pods with a deletionTimestamp (default false)
+          restart_policies: [OnFailure, Never]   # default: all three
+        delay: run                    # none | startup | run
+        anchor: run_started           # now | bound | run_started
+
+The controller in :mod:`hollow.pods` only applies the first matching stage; :func:`plan` is a pure
+function so timing is tested with a fake clock.  Stage files are validated like every spec
+(:mod:`kubecore.schema`): unknown keys, unknown values and duplicate names are refused, every problem
+reported with the file name and field path.
 
 Anchors come from the pod object itself (PodScheduled transition, container ``startedAt``) and random
 draws are keyed by the pod uid, so an agent that restarts computes the same deadlines again.
@@ -12,13 +27,23 @@ draws are keyed by the pod uid, so an agent that restarts computes the same dead
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+
+from pydantic import AfterValidator
 
 from hollow.clock import parse_rfc3339
-from hollow.durations import DurationDist, keyed_uniform, parse_go_duration
-from hollow.pools import LifecycleSpec
+from hollow.leaf import validator_of
+from kubecore.distributions import DurationDist, keyed_uniform
+from kubecore.durations import parse_go_duration
+from kubecore.schema import DnsLabel, Spec, one_of, raise_problems, validate
+from kubecore.yamlfile import load_yaml
+
+if TYPE_CHECKING:
+    from hollow.pools import LifecycleSpec
 
 RUN_DURATION = "hollowscale.io/run-duration"
 EXIT_CODE = "hollowscale.io/exit-code"
@@ -31,40 +56,123 @@ Anchor = Literal["now", "bound", "run_started"]
 #: order of phases; a pod never moves backwards, so an older event cannot undo a newer one
 PHASE_ORDER = {"": 0, "Pending": 0, "Unknown": 0, "Running": 1, "Succeeded": 2, "Failed": 2}
 TERMINAL = frozenset({"Succeeded", "Failed"})
+#: phases a selector may name (a pod without a phase yet counts as Pending)
+PHASES: tuple[str, ...] = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+RESTART_POLICIES: tuple[str, ...] = ("Always", "OnFailure", "Never")
+ALL_POLICIES = frozenset(RESTART_POLICIES)
+
+#: the default table, shipped as package data next to this module
+DEFAULT_STAGES_FILE = Path(__file__).parent / "stages.yaml"
 
 
-@dataclass(frozen=True)
-class Stage:
+_Phase = Annotated[str, validator_of(one_of(*PHASES))]
+_Policy = Annotated[str, validator_of(one_of(*RESTART_POLICIES))]
+
+
+def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
+    dups = sorted({x for x in items if items.count(x) > 1})
+    if not items:
+        raise_problems("selector", [((), "expected at least one value, got an empty list")])
+    if dups:
+        raise_problems("selector", [((), f"expected each value once, got {', '.join(map(repr, dups))} twice")])
+    return items
+
+
+class Selector(Spec):
+    """Which pods a stage applies to (every condition must hold).
+
+    Attributes:
+        phases: pod phases (a pod without a phase yet is Pending); all phases when omitted.
+        deleting: True selects only pods with a deletionTimestamp, False only pods without.
+        restart_policies: ``spec.restartPolicy`` values; all three when omitted.
+    """
+
+    phases: Annotated[tuple[_Phase, ...], AfterValidator(_unique)] = PHASES
+    deleting: bool = False
+    restart_policies: Annotated[tuple[_Policy, ...], AfterValidator(_unique)] = RESTART_POLICIES
+
+    def matches(self, phase: str, deleting: bool, restart_policy: str) -> bool:
+        """True when a pod in this state is selected."""
+        return deleting == self.deleting and (phase or "Pending") in self.phases \
+            and restart_policy in self.restart_policies
+
+
+class Stage(Spec):
     """One row of the lifecycle table.
 
     Attributes:
-        name: for logs and metrics (``pod-ready``, ``pod-complete``, ``pod-delete``).
-        action: what the controller does when the stage is due.
-        phases: pod phases the stage selects.
-        deleting: True selects only pods with a deletionTimestamp, False only pods without.
-        restart_policies: restart policies the stage selects.
-        delay: which duration applies.
-        anchor: the moment the delay counts from.
+        name: for logs (``pod-ready``, ``pod-complete``, ``pod-delete``); unique in its table.
+        action: what the controller does when the stage is due: ``start`` (Pending -> Running),
+            ``finish`` (the containers exit: Succeeded/Failed, or a restart in place), ``finalize``
+            (terminate what still runs, then the final DELETE).
+        selector: which pods the stage applies to.
+        delay: which duration applies: ``none``, ``startup`` (startup delay) or ``run`` (run duration).
+        anchor: the moment the delay counts from: ``now``, ``bound`` (binding) or ``run_started``
+            (start of the current container run).
     """
 
-    name: str
-    action: Action
-    phases: frozenset[str]
-    deleting: bool
-    restart_policies: frozenset[str]
-    delay: Delay
-    anchor: Anchor
+    name: DnsLabel
+    action: Annotated[Action, validator_of(one_of(*get_args(Action)))]
+    selector: Selector = Selector()
+    delay: Annotated[Delay, validator_of(one_of(*get_args(Delay)))] = "none"
+    anchor: Annotated[Anchor, validator_of(one_of(*get_args(Anchor)))] = "now"
 
 
-ALL_POLICIES = frozenset({"Always", "OnFailure", "Never"})
+def _unique_names(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    first: dict[str, int] = {}
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    if not stages:
+        problems.append(((), "expected at least one stage, got an empty list"))
+    for i, stage in enumerate(stages):
+        if stage.name in first:
+            problems.append(((i, "name"), f"expected a name not used by an earlier stage "
+                                          f"(stages[{first[stage.name]}]), got {stage.name!r}"))
+        first.setdefault(stage.name, i)
+    raise_problems("stages", problems)
+    return stages
 
-#: The default lifecycle: first match wins.
-STAGES: tuple[Stage, ...] = (
-    Stage("pod-delete", "finalize", frozenset(PHASE_ORDER), True, ALL_POLICIES, "none", "now"),
-    Stage("pod-ready", "start", frozenset({"Pending", ""}), False, ALL_POLICIES, "startup", "bound"),
-    Stage("pod-complete", "finish", frozenset({"Running"}), False, frozenset({"OnFailure", "Never"}), "run",
-          "run_started"),
-)
+
+#: a lifecycle table: at least one stage, names unique; the first matching stage wins
+StageTable = Annotated[tuple[Stage, ...], AfterValidator(_unique_names)]
+
+
+class StagesFile(Spec):
+    """A stages YAML file: ``{stages: [...]}``."""
+
+    stages: StageTable
+
+
+def parse_stages(doc: Any, source: str) -> tuple[Stage, ...]:
+    """Validate a stages document (``{stages: [...]}``) into its table.
+
+    Raises:
+        kubecore.schema.SpecError: every problem, each naming ``source`` and the field path.
+    """
+    return validate(StagesFile, doc, source).stages
+
+
+def load_stages(path: str | Path) -> tuple[Stage, ...]:
+    """Read (strict YAML) and validate a stages file.
+
+    Raises:
+        kubecore.schema.SpecError: the file is missing, not YAML, or not a valid stages document.
+    """
+    return parse_stages(load_yaml(path), str(path))
+
+
+@functools.cache
+def default_stages() -> tuple[Stage, ...]:
+    """The shipped table (``hollow/stages.yaml``), read once per process.
+
+    Raises:
+        kubecore.schema.SpecError: the package data is missing or broken (an installation problem).
+    """
+    return load_stages(DEFAULT_STAGES_FILE)
+
+
+def stages_to_doc(stages: tuple[Stage, ...]) -> list[dict[str, Any]]:
+    """The list form :func:`parse_stages` reads back (under ``stages:``)."""
+    return [s.model_dump(mode="json") for s in stages]
 
 
 @dataclass(frozen=True)
@@ -240,17 +348,16 @@ class Planned:
     due_wall: float
 
 
-def select(facts: PodFacts, stages: tuple[Stage, ...] = STAGES) -> Stage | None:
-    """The first stage whose selector matches the pod."""
-    for stage in stages:
-        if facts.phase in stage.phases and facts.deleting == stage.deleting \
-                and facts.restart_policy in stage.restart_policies:
+def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None) -> Stage | None:
+    """The first stage whose selector matches the pod (``stages`` defaults to :func:`default_stages`)."""
+    for stage in stages if stages is not None else default_stages():
+        if stage.selector.matches(facts.phase, facts.deleting, facts.restart_policy):
             return stage
     return None
 
 
 def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
-         stages: tuple[Stage, ...] = STAGES) -> Planned | None:
+         stages: tuple[Stage, ...] | None = None) -> Planned | None:
     """The pod's next stage and when it is due, or None when nothing more will happen.
 
     Args:
@@ -259,7 +366,7 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         now_wall: current wall time (anchor ``now``).
         run_started_at: a more precise container start than the pod's second-resolution timestamp,
             when this process started the container itself.
-        stages: the lifecycle table.
+        stages: the lifecycle table (the pool's; :func:`default_stages` when None).
     """
     stage = select(facts, stages)
     if stage is None:

@@ -50,8 +50,8 @@ from hollow.metrics import Metrics  # noqa: E402
 from hollow.process import AgentProcess, start_agent  # noqa: E402
 from hollow.watching import Watcher, WatchSettings  # noqa: E402
 from hollowscale.cluster.local import ClusterInfo, LocalCluster  # noqa: E402
-from kubecore.config import load_endpoint  # noqa: E402
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION  # noqa: E402
+from kubecore.config import load_endpoint  # noqa: E402
 
 RUN_DURATION_S = 10
 GPUS = 8
@@ -222,7 +222,7 @@ class HollowEngine:
             "name": "bh-gpu", "count": self.nodes,
             "resources": {"cpu": "96", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": str(GPUS)},
             "labels": {"bench-engine": "hollow", "nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"},
-            "topology": {"zones": ["zone-a", "zone-b", "zone-c"], "racksPerZone": 10},
+            "topology": {"zones": ["zone-a", "zone-b", "zone-c"], "racks_per_zone": 10},
         }]}))
         self.agent = await asyncio.to_thread(
             start_agent, self.kubeconfig, pools, self.work / "hollow-agent.log",

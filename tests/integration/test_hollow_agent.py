@@ -92,8 +92,8 @@ def env(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]
                       "nvidia.com/gpu": "8"},
         "labels": {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"},
         "taints": [{"key": TAINT, "value": prefix, "effect": "NoSchedule"}],
-        "topology": {"zones": ["zone-a", "zone-b"], "racksPerZone": 4},
-        "lifecycle": {"startupDelay": "500ms", "runDuration": "forever"},
+        "topology": {"zones": ["zone-a", "zone-b"], "racks_per_zone": 4},
+        "lifecycle": {"startup_delay": "500ms", "run_duration": "forever"},
     }]}))
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
     e = Env(str(cluster.kubeconfig), prefix, f"{prefix}-v100", f"{prefix}-ns", pools_file,

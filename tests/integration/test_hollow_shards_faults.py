@@ -31,7 +31,7 @@ def shards(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         "name": pool, "count": NODES,
         "resources": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8"},
         "taints": [{"key": "hollowscale.io/test", "value": prefix, "effect": "NoSchedule"}],
-        "lifecycle": {"runDuration": "forever"},
+        "lifecycle": {"run_duration": "forever"},
     }]}))
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
     core = client.CoreV1Api(api)

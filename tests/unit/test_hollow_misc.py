@@ -57,7 +57,7 @@ def test_node_body_has_full_status() -> None:
                                     "resources": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"},
                                     "labels": {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"},
                                     "taints": [{"key": "gpu", "effect": "NoSchedule"}],
-                                    "topology": {"zones": ["z1"], "racksPerZone": 1}}]}, "t")
+                                    "topology": {"zones": ["z1"], "racks_per_zone": 1}}]}, "t")
     slot = assign(pools, Shard())[0]
     body = node_body(slot, 1_700_000_000.0, NodeIdentity())
     st = body["status"]
@@ -160,4 +160,4 @@ def test_python_m_hollow_implies_run(tmp_path: Path) -> None:
     pools.write_text("pools: 3\n")
     out = subprocess.run([sys.executable, "-m", "hollow", "--kubeconfig", "x", "--pools", str(pools)],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "pools: expected a list of pools" in out.stderr
+    assert out.returncode == 1 and f"{pools}: pools: expected a list, got int 3" in out.stderr

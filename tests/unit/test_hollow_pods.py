@@ -85,7 +85,7 @@ def writes(api: RecordingApi) -> list[tuple[str, str]]:
 
 
 async def test_full_lifecycle_once_and_stale_events_ignored() -> None:
-    clock, api, ctl, _ = setup({"startupDelay": "2s", "runDuration": "10s"})
+    clock, api, ctl, _ = setup({"startup_delay": "2s", "run_duration": "10s"})
     ctl.on_event("ADDED", pod(clock, "Pending"))
     await advance(clock, ctl, 1.0)
     assert writes(api) == []  # startup delay not over
@@ -126,7 +126,7 @@ async def test_exit_code_annotation_fails_pod_and_on_failure_restarts() -> None:
 
 
 async def test_always_stays_running_and_deletion_finalises() -> None:
-    clock, api, ctl, _ = setup({"runDuration": "1s"})
+    clock, api, ctl, _ = setup({"run_duration": "1s"})
     ctl.on_event("ADDED", pod(clock, "Running", policy="Always", started_ago=0))
     await advance(clock, ctl, 30.0)
     assert writes(api) == []

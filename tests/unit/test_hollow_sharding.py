@@ -56,8 +56,8 @@ def test_single_node_pools_spread_over_shards() -> None:
 def test_addresses_are_unique_and_inside_their_networks() -> None:
     pools = parse_pools({"pools": [
         {"name": "a", "count": 300, "resources": {"cpu": "8", "memory": "8Gi"}},
-        {"name": "b", "count": 4, "resources": {"cpu": "8", "memory": "8Gi"}, "podCIDR": "172.20.0.0/24",
-         "podCIDRMaskSize": 26, "topology": {"zones": ["z1", "z2"], "racksPerZone": 2}},
+        {"name": "b", "count": 4, "resources": {"cpu": "8", "memory": "8Gi"}, "pod_cidr": "172.20.0.0/24",
+         "pod_cidr_mask_size": 26, "topology": {"zones": ["z1", "z2"], "racks_per_zone": 2}},
     ]}, "t")
     slots = assign(pools, Shard())
     assert len({s.internal_ip for s in slots}) == 304

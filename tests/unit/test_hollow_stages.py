@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from hollow.durations import DurationDist, format_go_duration, parse_go_duration
 from hollow.pools import LifecycleSpec
 from hollow.stages import (
     EXIT_CODE,
@@ -20,6 +19,7 @@ from hollow.stages import (
     select,
     startup_delay,
 )
+from kubecore.distributions import DurationDist
 
 T0 = 1_700_000_000.0  # a wall time on a whole second
 
@@ -41,17 +41,18 @@ def pod(phase: str = "Pending", policy: str = "Never", annotations: dict | None 
     return obj
 
 
-def test_go_durations() -> None:
-    assert parse_go_duration("90s") == 90
-    assert parse_go_duration("1m30s") == 90
-    assert parse_go_duration("1h2m3.5s") == 3723.5
-    assert parse_go_duration("250ms") == 0.25
-    assert parse_go_duration("0") == 0
-    assert math.isinf(parse_go_duration("forever"))
+def test_annotations_use_the_go_duration_grammar() -> None:
+    lc = LifecycleSpec(startup_delay=DurationDist.fixed(7.0), run_duration=DurationDist.fixed(9.0))
+    for text, seconds in (("90s", 90), ("1m30s", 90), ("1h2m3.5s", 3723.5), ("250ms", 0.25), ("0", 0)):
+        assert startup_delay(pod_facts(pod(annotations={STARTUP_DELAY: text})), lc) == pytest.approx(seconds)
+    assert math.isinf(run_duration(pod_facts(pod("Running", annotations={RUN_DURATION: "forever"})), lc))
     for bad in ("", "10", "-1s", "1x", "s", "1s2"):
-        with pytest.raises(ValueError, match="Go duration"):
-            parse_go_duration(bad)
-    assert format_go_duration(90) == "90s" and format_go_duration(math.inf) == "forever"
+        f = pod_facts(pod(annotations={STARTUP_DELAY: bad}))
+        assert startup_delay(f, lc) == 7.0  # the pool default applies
+        assert "Go duration" in annotation_problems(f)[0] or "non-negative" in annotation_problems(f)[0]
+    # startup delays end: forever is refused there (and reported), the pool default applies
+    f = pod_facts(pod(annotations={STARTUP_DELAY: "forever"}))
+    assert startup_delay(f, lc) == 7.0 and "finite" in annotation_problems(f)[0]
 
 
 def test_facts_extracted_from_pod_json() -> None:
@@ -119,7 +120,7 @@ def test_bad_annotations_fall_back_to_defaults_and_are_reported() -> None:
 
 
 def test_distribution_draws_are_keyed_by_uid_and_restart() -> None:
-    lc = LifecycleSpec(run_duration=DurationDist("uniform", 60.0, 10.0))
+    lc = LifecycleSpec(run_duration=DurationDist("uniform", minimum=50.0, maximum=70.0))
     a = run_duration(pod_facts(pod("Running", uid="a")), lc)
     assert a == run_duration(pod_facts(pod("Running", uid="a")), lc)  # stable across "restarts" of the agent
     values = {run_duration(pod_facts(pod("Running", uid=f"u{i}")), lc) for i in range(200)}
