@@ -8,6 +8,11 @@ Every request (except watches, which are long-lived) passes a global concurrency
 never drowns the apiserver, and 429/5xx/timeouts/connection errors are retried with capped,
 full-jitter exponential backoff (honouring ``Retry-After``).  Writes never need a GET first: callers
 use create-then-adopt on 409 and patches with uid preconditions.
+
+Credentials: a client certificate lives in the TLS context; a bearer token that can expire (a
+kubeconfig ``exec`` plugin, as managed clusters use) is asked of :meth:`KubeEndpoint.auth_headers` for
+every request and every watch (re)connect, which re-runs the plugin only when the token expired and
+looks at most every 10 s; a static token is set once on the session.
 """
 
 from __future__ import annotations
@@ -154,7 +159,10 @@ class ApiClient:
         self.metrics = metrics
         self._base = endpoint.server
         self._sem = PrioritySemaphore(settings.max_inflight)
-        self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **endpoint.auth_headers()}
+        #: a token that may change (exec plugin): asked for per request; a static one goes on the session
+        self._refresh = endpoint.refresh is not None
+        static_auth = {} if self._refresh else endpoint.auth_headers()
+        self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **static_auth}
         self._session: aiohttp.ClientSession | None = None
         self._children: dict[tuple[str, int], Any] = {}
         self._lat: dict[str, Any] = {}
@@ -215,7 +223,7 @@ class ApiClient:
         make: Callable[[], Any] | None = body if callable(body) else None
         data = None if make is not None else (body if isinstance(body, bytes | None) else orjson.dumps(body))
         has_body = make is not None or data is not None
-        headers = {"Content-Type": content_type} if has_body else None
+        headers: dict[str, str] | None = {"Content-Type": content_type} if has_body else None
         url = URL(self._base + path, encoded=True)  # paths are built from DNS names: nothing to quote
         s = self.settings
         attempts = s.max_attempts if retry else 1
@@ -235,6 +243,8 @@ class ApiClient:
                 if make is not None:
                     made = make()
                     data = made if isinstance(made, bytes) else orjson.dumps(made)
+                if self._refresh:  # per attempt: a retry after a 401 carries the renewed token
+                    headers = {**(headers or {}), **self.endpoint.auth_headers()}
                 t0 = time.perf_counter()
                 try:
                     async with self.session.request(method, url, data=data, headers=headers,
@@ -268,7 +278,8 @@ class ApiClient:
                      ) -> AsyncIterator[aiohttp.ClientResponse]:
         """Open a streaming GET (a watch) outside the concurrency bound; the caller reads the body."""
         t0 = time.perf_counter()
-        async with self.session.get(self._base + path, params=params, timeout=aiohttp.ClientTimeout(
+        headers = self.endpoint.auth_headers() if self._refresh else None
+        async with self.session.get(self._base + path, params=params, headers=headers, timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=self.settings.request_timeout_s, sock_read=read_timeout_s)) as resp:
             self._count("watch", resp.status, time.perf_counter() - t0)
             yield resp

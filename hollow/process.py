@@ -1,11 +1,18 @@
 """Run an agent as a child process and talk to its control server (for tests, benchmarks, runners).
 
-The agent prints ``hollow: metrics on http://HOST:PORT/metrics ...`` on its first stdout line; this
-helper reads the port from there, so callers can keep ``--metrics-port 0`` and never race for ports.
+The child is started through :func:`kubecore.procs.spawn` (its own session, stderr appended to a log,
+stdout a pipe); it binds its control port itself (``--metrics-port 0``, the default here) and prints
+``hollow: metrics on http://HOST:PORT/metrics ...`` as its first stdout line, which
+:func:`kubecore.procs.read_announced` reads, so no port is ever guessed and raced for.
+
+Stopping is graceful first: SIGTERM to the agent alone (so ``--delete-nodes-on-exit`` deletes its
+Nodes and Leases), a wait, then SIGKILL of its whole process group, which also removes anything the
+agent may have left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,9 +22,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from kubecore.procs import ProcessRecord, read_announced, record, spawn, stop_group
+from kubecore.promtext import scrape
 
 _PORT_LINE = re.compile(rb"hollow: metrics on http://([0-9.]+):(\d+)/metrics")
 
@@ -27,17 +37,24 @@ class AgentProcess:
     """A running ``python -m hollow run`` child.
 
     Attributes:
-        proc: the child process.
+        proc: the child process (leader of its own process group).
         host: control server address.
-        port: control server port.
+        port: control server port (announced by the agent).
         log_path: where stderr (the agent's log) goes.
+        record: the child's (pid, start time) identity, for signalling it safely later.
     """
 
     proc: subprocess.Popen[bytes]
     host: str
     port: int
     log_path: Path
-    _log: IO[bytes] | None = field(default=None, repr=False)
+    record: ProcessRecord | None = None
+    terminated: bool = False
+
+    @property
+    def pid(self) -> int:
+        """The agent's process id."""
+        return self.proc.pid
 
     @property
     def url(self) -> str:
@@ -62,20 +79,9 @@ class AgentProcess:
             result: dict[str, Any] = json.loads(resp.read())
             return result
 
-    def metrics(self) -> dict[str, float]:
-        """Current metric samples as ``name{labels}`` -> value (comments dropped)."""
-        status, body = self.get("/metrics")
-        out: dict[str, float] = {}
-        if status != 200:
-            return out
-        for line in body.decode().splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                try:
-                    out[key] = float(value)
-                except ValueError:
-                    continue
-        return out
+    def metrics(self, timeout_s: float = 5.0) -> dict[str, float]:
+        """Current samples as ``name{label="v",...}`` (labels sorted) -> value; {} when unreachable."""
+        return scrape(self.url + "/metrics", timeout_s)
 
     def wait_healthy(self, timeout_s: float) -> None:
         """Block until ``/healthz`` answers 200 (all nodes registered)."""
@@ -88,48 +94,72 @@ class AgentProcess:
             time.sleep(0.2)
         raise TimeoutError(f"agent not healthy after {timeout_s}s; log: {self.log_path}")
 
+    def terminate(self) -> None:
+        """SIGTERM the agent alone, once (a second SIGTERM makes it exit at once, skipping the cleanup).
+
+        Call it on every agent first and :meth:`stop` each afterwards, so they clean up in parallel.
+        """
+        if not self.terminated and self.proc.poll() is None:
+            self.terminated = True
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+
     def stop(self, timeout_s: float = 60.0) -> int:
-        """SIGTERM and wait (graceful: ``--delete-nodes-on-exit`` runs); SIGKILL after ``timeout_s``."""
+        """SIGTERM the agent (unless :meth:`terminate` did) and wait, graceful: ``--delete-nodes-on-exit``
+        runs; then SIGKILL its process group (the agent too, if still running after ``timeout_s``).
+
+        Returns:
+            The agent's exit code (negative: the signal that killed it).
+        """
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
+            self.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        if self._log:
-            self._log.close()
+        stop_group(self.proc, grace_s=0.0, sig=signal.SIGKILL)
+        self._close()
         return self.proc.returncode
 
     def kill(self) -> None:
-        """SIGKILL: the agent dies mid-work, as in a crash."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        if self._log:
-            self._log.close()
+        """SIGKILL the group: the agent dies mid-work, as in a crash."""
+        stop_group(self.proc, grace_s=0.0, sig=signal.SIGKILL)
+        self._close()
+
+    def _close(self) -> None:
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def start_agent(kubeconfig: str | Path, pools: str | Path, log_path: str | Path, *args: str,
-                python: str = sys.executable, timeout_s: float = 30.0,
-                env: dict[str, str] | None = None) -> AgentProcess:
-    """Start ``python -m hollow run --kubeconfig K --pools P [args...]`` and wait for its port line."""
+                python: str = sys.executable, timeout_s: float = 30.0, env: dict[str, str] | None = None,
+                cwd: str | Path | None = None) -> AgentProcess:
+    """Start ``python -m hollow run --kubeconfig K --pools P [args...]`` and wait for its port line.
+
+    Args:
+        kubeconfig: the cluster's kubeconfig (one file).
+        pools: the pools file (``stages`` paths in it are relative to its folder).
+        log_path: the agent's log (appended; folders created).
+        args: more ``hollow run`` options (``--shard 0/2``, ``--delete-nodes-on-exit``, ...); without a
+            ``--metrics-port``, port 0 is passed, so an inherited ``HOLLOW_METRICS_PORT`` cannot race.
+        python: the interpreter.
+        timeout_s: seconds to wait for the port line.
+        env: variables added to this process's environment.
+        cwd: the child's working directory (relative ``kubeconfig``/``pools`` are resolved first).
+
+    Raises:
+        RuntimeError: the agent exited before announcing its port (its log is named).
+        TimeoutError: no port line within ``timeout_s`` (the agent is killed).
+    """
     log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab")  # noqa: SIM115 - closed by stop()/kill()
-    argv = [python, "-m", "hollow", "run", "--kubeconfig", str(kubeconfig), "--pools", str(pools), *args]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, env={**os.environ, **(env or {})})
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            proc.wait(10)
-            log.close()
-            raise RuntimeError(f"agent exited with {proc.returncode} before serving; log: {log_path}")
-        match = _PORT_LINE.search(line)
-        if match:
-            return AgentProcess(proc, match.group(1).decode(), int(match.group(2)), log_path, log)
-    proc.kill()
-    log.close()
-    raise TimeoutError(f"agent did not print its port within {timeout_s}s; log: {log_path}")
+    extra = [] if any(a == "--metrics-port" or a.startswith("--metrics-port=") for a in args) \
+        else ["--metrics-port", "0"]
+    argv = [python, "-m", "hollow", "run", "--kubeconfig", os.path.abspath(kubeconfig),
+            "--pools", os.path.abspath(pools), *extra, *args]
+    proc = spawn(argv, log_path, cwd=Path(cwd) if cwd is not None else None, env=env, stdout_pipe=True)
+    try:
+        match = read_announced(proc, _PORT_LINE, timeout_s, "hollow agent", log_path)
+    except (RuntimeError, TimeoutError):
+        stop_group(proc, grace_s=0.0, sig=signal.SIGKILL)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        raise
+    return AgentProcess(proc, match.group(1).decode(), int(match.group(2)), log_path, record("hollow-agent", proc))
