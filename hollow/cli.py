@@ -16,6 +16,7 @@ from hollow.api import ApiSettings
 from hollow.pools import PoolsError, load_pools
 from hollow.settings import AgentSettings, HeartbeatSettings
 from hollow.sharding import parse_shard
+from hollow.stages import default_stages
 
 
 def _shard(_: click.Context, __: click.Parameter, value: str) -> object:
@@ -34,7 +35,7 @@ def nodes_group() -> None:
 @click.option("--kubeconfig", envvar="HOLLOW_KUBECONFIG", default=lambda: os.environ.get("KUBECONFIG"),
               required=True, type=click.Path(dir_okay=False), help="Admin kubeconfig of the cluster.")
 @click.option("--pools", "pools_file", envvar="HOLLOW_POOLS", required=True, type=click.Path(dir_okay=False),
-              help="Pools YAML (see hollow/pools.py).")
+              help="Pools YAML, snake_case keys (see hollow/pools.py); stages files relative to it.")
 @click.option("--shard", envvar="HOLLOW_SHARD", default="0/1", show_default=True, callback=_shard,
               help="This process's part i/n of the pools' nodes.")
 @click.option("--metrics-port", envvar="HOLLOW_METRICS_PORT", default=0, show_default=True, type=int,
@@ -58,7 +59,8 @@ def run(kubeconfig: str, pools_file: str, shard: object, metrics_port: int, metr
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        pools = load_pools(pools_file)  # fails before any node is created
+        pools = load_pools(pools_file)  # fails before any node is created, every problem listed
+        default_stages()  # the shipped table (package data) is read and checked once, now
     except PoolsError as exc:
         raise click.ClickException(str(exc)) from None
     try:

@@ -126,11 +126,12 @@ def _bad(mutate: dict[str, Any], source: str = "my-pools.yaml") -> str:
         ({"taints": [{"key": "k", "effect": "Sometimes"}]},
          "pools[1].taints[0].effect: expected one of NoSchedule, PreferNoSchedule, NoExecute, got 'Sometimes'"),
         ({"taints": [{"key": "bad key", "effect": "NoSchedule"}]}, "pools[1].taints[0].key: expected a qualified name"),
-        # kubecore's Labels leaf reports at the map, not yet at the key
-        ({"labels": {"bad key!": "x"}}, "pools[1].labels: expected a qualified name such as example.com/name "
-                                        "(name <= 63 characters), got 'bad key!'"),
-        ({"labels": {"ok": "x" * 64}}, "pools[1].labels: expected a label value (<= 63 characters"),
-        ({"labels": {"ok": 3}}, "pools[1].labels: expected a string value (quote numbers), got int 3"),
+        ({"labels": {"bad key!": "x"}}, "pools[1].labels.bad key!: expected a qualified name such as "
+                                        "example.com/name (name <= 63 characters), got 'bad key!'"),
+        ({"labels": {"ok": "x" * 64}}, "pools[1].labels.ok: expected a label value (<= 63 characters"),
+        ({"labels": {"ok": 3}}, "pools[1].labels.ok: expected a string value (quote numbers), got int 3"),
+        ({"annotations": {"example.com/n": 3}},
+         "pools[1].annotations.example.com/n: expected a string value (quote numbers), got int 3"),
         ({"role": "gpu/x"}, "pools[1].role: expected a label name"),
         ({"pod_cidr": "10.0.0.0/30"}, "pools[1].pod_cidr: expected a network at least as large as /26"),
         ({"pod_cidr": "10.0.0.0/25"}, "pools[1].pod_cidr: expected room for 3 /26 subnets (it has 2)"),
@@ -175,7 +176,7 @@ def test_every_error_is_reported_at_once() -> None:
     with pytest.raises(SpecError) as info:
         parse_pools(doc, "f.yaml")
     paths = [e.path for e in info.value.errors]
-    assert paths == ["pools[0].count", "pools[0].labels", "pools[1].allocatable.cpu",
+    assert paths == ["pools[0].count", "pools[0].labels.bad key!", "pools[1].allocatable.cpu",
                      "pools[1].allocatable.fpga", "pools[1].lifecycle.exit_code",
                      "pools[1].lifecycle.failure_fraction"], paths
     assert str(info.value).count("\n") == len(paths) - 1 and all(
