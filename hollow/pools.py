@@ -175,7 +175,7 @@ def _allocatable(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
 
 
 LabelValue = Annotated[str, leaf(_label_value)]
-ZoneName = Annotated[str, leaf(_nonempty_label_value)]
+NonEmptyLabelValue = Annotated[str, leaf(_nonempty_label_value)]
 QualifiedName = Annotated[str, leaf(check_qualified_name)]
 PoolName = Annotated[str, validator_of(DnsLabel), AfterValidator(_pool_name)]
 Count = Annotated[int, validator_of(number(0, MAX_NODES, integer=True))]
@@ -208,8 +208,8 @@ class Topology(Spec):
         racks_per_zone: racks per zone; label ``hollowscale.io/rack`` = ``<zone>-rack-<k>``.
     """
 
-    region: ZoneName | None = None
-    zones: tuple[ZoneName, ...] = ()
+    region: NonEmptyLabelValue | None = None
+    zones: tuple[NonEmptyLabelValue, ...] = ()
     racks_per_zone: Racks = 0
 
     @model_validator(mode="after")
@@ -247,10 +247,12 @@ def _stages(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationI
     try:
         return StagesFile.model_validate(load_yaml(path)).stages
     except SpecError as exc:
-        raise_problems("stages", [((), e.render(exc.source)) for e in exc.errors])
+        source, errors = exc.source, exc.errors
     except ValidationError as exc:
-        raise_problems("stages", [((), e.render(str(path))) for e in field_errors(exc, StagesFile)])
-    raise AssertionError("unreachable")
+        source, errors = str(path), field_errors(exc, StagesFile)
+    # each problem of the stages file becomes one problem of this field, the file named first
+    raise_problems("stages", [((), e.render(source)) for e in errors] or [((), f"{source}: invalid")])
+    return None  # not reached: raise_problems raised
 
 
 class PoolSpec(Spec):
