@@ -197,3 +197,50 @@ def _capture_client_errors() -> _Collect:
     handler = _Collect()
     logging.getLogger().addHandler(handler)
     return handler
+
+
+_PATH_KEYS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
+
+
+def flatten_kubeconfig(source: str, out: Path, context: str | None = None) -> Path:
+    """Write the one context of a ``$KUBECONFIG`` list that kubectl would use as a single file.
+
+    Child processes (agents, Locust) take one ``--kubeconfig``; this gives them the same cluster and
+    user (an ``exec`` user stays an exec user, so its tokens keep being refreshed), with relative
+    file names made absolute against the file each entry came from.  The first file that names an
+    entry wins, as kubectl merges.
+    """
+    import yaml
+
+    docs: list[tuple[Path, dict[str, object]]] = []
+    for name in (p for p in source.split(os.pathsep) if p):
+        path = Path(name).expanduser()
+        if path.exists():
+            doc = yaml.safe_load(path.read_text()) or {}
+            if isinstance(doc, dict):
+                docs.append((path, doc))
+    ctx_name = context or next((str(d["current-context"]) for _, d in docs if d.get("current-context")), "")
+
+    def find(kind: str, name: str) -> tuple[Path, dict[str, object]]:
+        for path, doc in docs:
+            for item in doc.get(kind) or []:  # type: ignore[attr-defined]
+                if isinstance(item, dict) and item.get("name") == name:
+                    return path, item
+        raise KubeconfigError(f"{source}: no {kind[:-1]} named {name!r}")
+
+    _, ctx = find("contexts", ctx_name)
+    body = ctx.get("context") or {}
+    assert isinstance(body, dict)
+    entries: dict[str, list[dict[str, object]]] = {"contexts": [ctx], "clusters": [], "users": []}
+    for kind, key in (("clusters", "cluster"), ("users", "user")):
+        if body.get(key):
+            path, item = find(kind, str(body[key]))
+            inner = dict(item.get(key) or {})  # type: ignore[call-overload]
+            for k in _PATH_KEYS:
+                if isinstance(inner.get(k), str):
+                    inner[k] = str((path.parent / inner[k]).resolve())
+            entries[kind].append({"name": item["name"], key: inner})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": ctx_name, **entries}))
+    out.chmod(0o600)
+    return out

@@ -176,7 +176,7 @@ def parse_dist(value: Any, *, allow_forever: bool = True) -> DurationDist:
         if key not in value:
             raise DistError(key, f"is required for dist {kind!r}")
 
-    def seconds(key: str, default: float) -> float:
+    def secs(key: str, default: float) -> float:
         if key not in value:
             return default
         try:
@@ -187,8 +187,8 @@ def parse_dist(value: Any, *, allow_forever: bool = True) -> DurationDist:
     if kind == "forever":
         return FOREVER_DIST
     if kind == "fixed":
-        return DurationDist.fixed(seconds("value", 0.0))
-    lo, hi = seconds("min", 0.0), seconds("max", math.inf)
+        return DurationDist.fixed(secs("value", 0.0))
+    lo, hi = secs("min", 0.0), secs("max", math.inf)
     if hi < lo:
         raise DistError("max", f"expected max >= min ({lo:g}s), got {hi:g}s")
     if kind == "uniform":
@@ -197,10 +197,10 @@ def parse_dist(value: Any, *, allow_forever: bool = True) -> DurationDist:
         sigma = value["sigma"]
         if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or sigma < 0:
             raise DistError("sigma", f"expected a number >= 0 (unitless), got {_show(sigma)}")
-        return DurationDist("lognormal", seconds("median", 0.0), float(sigma), lo, hi)
+        return DurationDist("lognormal", secs("median", 0.0), float(sigma), lo, hi)
     if kind == "normal":
-        return DurationDist("normal", seconds("mean", 0.0), seconds("stddev", 0.0), lo, hi)
-    return DurationDist("exponential", seconds("mean", 0.0), 0.0, lo, hi)
+        return DurationDist("normal", secs("mean", 0.0), secs("stddev", 0.0), lo, hi)
+    return DurationDist("exponential", secs("mean", 0.0), 0.0, lo, hi)
 
 
 def _show(v: Any) -> str:

@@ -90,7 +90,13 @@ def to_seconds(value: object, *, allow_forever: bool = False) -> float:
             raise ValueError(f"expected a duration of at most ~292 years (Go's limit), got {value!r}")
         return seconds
     if isinstance(value, str):
-        return parse_go_duration(value, allow_forever=allow_forever)
+        try:
+            return parse_go_duration(value, allow_forever=allow_forever)
+        except ValueError as exc:
+            if not str(exc).startswith(f"expected {EXPECTED}"):
+                raise  # negative, endless or too long: that message says it better
+            hint = ", 'forever'" if allow_forever else ""
+            raise ValueError(f"expected {EXPECTED}{hint} or a number of seconds, got {value!r}") from None
     raise ValueError(f"expected {EXPECTED} or a number of seconds, got {type(value).__name__}")
 
 

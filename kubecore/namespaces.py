@@ -100,7 +100,8 @@ def release_namespace(session: requests.Session, server: str, claim: NamespaceCl
     """
     if claim.created:
         doc = _get(session, server, claim.name)
-        labels = ((doc or {}).get("metadata") or {}).get("labels") or {}  # type: ignore[union-attr]
+        meta = (doc or {}).get("metadata")
+        labels = (meta.get("labels") if isinstance(meta, dict) else None) or {}
         if doc is None or labels.get(RUN_LABEL) != claim.run_id:
             return  # gone, or replaced by someone else's namespace of the same name
         r = session.delete(f"{server}/api/v1/namespaces/{claim.name}", timeout=30)

@@ -99,8 +99,8 @@ def _model_at(root: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseMod
     for part in loc:
         current = _unwrap(current)
         if isinstance(part, int):
-            args = [a for a in get_args(current) if a is not Ellipsis]
-            current = args[0] if args else None
+            items = [a for a in get_args(current) if a is not Ellipsis]
+            current = items[0] if items else None
         elif isinstance(current, type) and issubclass(current, BaseModel):
             info = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
             current = info.annotation if info else None
@@ -120,10 +120,10 @@ def _unwrap(tp: Any) -> Any:
             tp = get_args(tp)[0]
             continue
         args = [a for a in get_args(tp) if a is not type(None)]
-        if get_origin(tp) in (type(int | None),) or (str(get_origin(tp)) == "typing.Union" and len(args) == 1):
-            if len(args) == 1:
-                tp = args[0]
-                continue
+        is_union = get_origin(tp) is type(int | None) or str(get_origin(tp)) == "typing.Union"
+        if is_union and len(args) == 1:
+            tp = args[0]
+            continue
         return tp
 
 
@@ -218,6 +218,8 @@ def _leaf(fn: Callable[[Any], Any]) -> PlainValidator:
     def run(value: Any) -> Any:
         try:
             return fn(value)
+        except PydanticCustomError:
+            raise  # already worded, and may name a key below this field
         except DistError as exc:
             raise problem(exc.message, exc.key) from None
         except ValueError as exc:
@@ -281,6 +283,17 @@ def _dns_label(value: Any) -> str:
 
 #: a DNS-1123 label (names of namespaces, pools, workloads, roles)
 DnsLabel = Annotated[str, _leaf(_dns_label)]
+
+
+def _dns_subdomain(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 253 or not DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"expected a lowercase DNS subdomain (a-z, 0-9, '-', '.', at most 253 characters), "
+                         f"got {show(value)}")
+    return value
+
+
+#: a DNS-1123 subdomain (scheduler names, priority class names)
+DnsSubdomain = Annotated[str, _leaf(_dns_subdomain)]
 
 
 def check_qualified_name(key: Any) -> str:

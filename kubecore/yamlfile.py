@@ -5,7 +5,8 @@ PyYAML's ``safe_load`` silently accepts things that turn a typo into a wrong run
 - a key given twice keeps the last value (``count: 10`` ... ``count: 1000``);
 - ``yes``/``no``/``on``/``off``/``y``/``n`` become booleans (``country: no``), ``1:30`` becomes 90,
   ``0755`` an octal number, ``1e3`` a *string*;
-- anchors and aliases can expand a small file into gigabytes ("billion laughs").
+- anchors and aliases can expand a small file into gigabytes ("billion laughs"), and deep nesting
+  makes the parser crawl.
 
 :func:`load_yaml` refuses all of these with the file, line and column, and caps the input size, so a
 spec file can never hang or exhaust memory while it is read.
@@ -23,6 +24,8 @@ from kubecore.schema import FieldError, SpecError
 
 #: no spec file we read is anywhere near this (the largest shipped one is a few KiB)
 MAX_BYTES = 1 << 20
+#: deeper nesting than any spec needs (a scenario is about 6 levels deep)
+MAX_DEPTH = 64
 
 _AMBIGUOUS_BOOL = re.compile(r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
@@ -33,9 +36,12 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2-like scalars and no duplicate keys or aliases."""
 
 
+def _at(mark: Any) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
+
+
 def _where(node: yaml.Node) -> str:
-    mark = node.start_mark
-    return f"line {mark.line + 1}, column {mark.column + 1}"
+    return _at(node.start_mark)
 
 
 class _Refused(Exception):
@@ -88,15 +94,26 @@ _StrictLoader.add_implicit_resolver(
 )
 
 
-def _no_aliases(text: str) -> None:
+def _prescan(text: str) -> None:
+    """Refuse aliases and nesting deeper than :data:`MAX_DEPTH` before anything is built.
+
+    PyYAML's scanner slows down quadratically with nesting depth (20,000 levels take minutes); the
+    events come lazily, so stopping at the first event past the limit costs almost nothing.
+    """
     loader = _StrictLoader(text)
+    depth = 0
     try:
         while loader.check_event():
             event = loader.get_event()
-            if isinstance(event, yaml.AliasEvent):
-                mark = event.start_mark
-                raise _Refused(f"line {mark.line + 1}, column {mark.column + 1}: aliases (*name) are not "
-                               "accepted in spec files; write the value out")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _Refused(f"{_at(event.start_mark)}: nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                raise _Refused(f"{_at(event.start_mark)}: aliases (*name) are not accepted in spec files; "
+                               "write the value out")
     finally:
         loader.dispose()
 
@@ -106,7 +123,7 @@ def parse_yaml(text: str, source: str) -> Any:
     if len(text) > MAX_BYTES:
         raise SpecError(source, [FieldError("", f"file too large ({len(text)} bytes, at most {MAX_BYTES})")])
     try:
-        _no_aliases(text)
+        _prescan(text)
         loader = _StrictLoader(text)
         try:
             return loader.get_single_data()

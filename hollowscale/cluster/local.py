@@ -27,9 +27,10 @@ import yaml
 
 from hollowscale.cluster.binaries import Binaries, binaries
 from hollowscale.cluster.pki import ClusterPKI, create_pki
-from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
 from hollowscale.cluster.profiles import Profile, get_profile
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
+from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
+from kubecore.procs import record as process_record
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -244,7 +245,8 @@ class LocalCluster:
         procs: dict[str, subprocess.Popen[bytes]] = {}
 
         def launch(name: str, argv: list[str]) -> None:
-            proc, record = spawn(name, argv, self.log_path(name), self.dir)
+            proc = spawn(argv, self.log_path(name), cwd=self.dir)
+            record = process_record(name, proc)
             procs[name] = proc
             state.processes.append(asdict(record))
             state.flags[name] = argv

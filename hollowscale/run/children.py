@@ -1,24 +1,26 @@
 """Child processes of a run (agents, Prometheus, Locust): own sessions, logs, a pid registry, clean stop.
 
-Every child runs in its own session/process group, so Ctrl-C in the terminal reaches only the
-orchestrator, which then stops each child by its process group (SIGTERM, grace, SIGKILL).  The
-registry (``pids.json`` in the run folder) lists what was started so a test can check nothing is left.
+Processes start through :func:`kubecore.procs.spawn` (own session, so Ctrl-C in the terminal reaches
+only the orchestrator, which then stops each child by its process group).  The registry
+(``pids.json`` in the run folder) lists what was started so a test can check nothing is left.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubecore.procs import spawn, stop_group
+
 
 @dataclass
 class Child:
+    """One child process of the run."""
+
     name: str
     argv: list[str]
     log: Path
@@ -34,22 +36,12 @@ class Child:
 
     def stop(self, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal the child's process group, wait ``grace_s``, then SIGKILL the group."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        # leftovers of the group (e.g. locust --processes workers) go too
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        return self.proc.returncode
+        return stop_group(self.proc, grace_s, sig)
 
 
 class Children:
+    """The run's children, recorded in a registry file as they start."""
+
     def __init__(self, registry: Path):
         self.registry = registry
         self.children: list[Child] = []
@@ -57,11 +49,12 @@ class Children:
 
     def start(self, name: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> Child:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as fh:
-            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
-        child = Child(name, argv, log, proc)
+        """Start ``argv`` (output to ``log``) and record it."""
+        return self.adopt(name, argv, log, spawn(argv, log, cwd=cwd, env=env))
+
+    def adopt(self, name: str, argv: list[str], log: Path, proc: subprocess.Popen[bytes]) -> Child:
+        """Record a child started by an engine's own helper (e.g. a hollow agent)."""
+        child = Child(name, list(argv), log, proc)
         self.children.append(child)
         self._save()
         return child
@@ -78,6 +71,7 @@ class Children:
         self.registry.write_text(json.dumps(doc, indent=2))
 
     def stop_all(self, grace_s: float = 10.0) -> dict[str, int | None]:
+        """Stop every child, newest first."""
         codes = {}
         for c in reversed(self.children):
             codes[c.name] = c.stop(grace_s)

@@ -1,36 +1,29 @@
-"""Scenario files: typed dataclasses (:mod:`.model`) and validation (:mod:`.validate`)."""
+"""Scenario files: the typed model (:mod:`.model`, composing the engines' specs) and loading (:mod:`.validate`)."""
 
-from hollowscale.scenario.errors import FieldError, ScenarioError
 from hollowscale.scenario.model import (
     DEFAULT_SLOS,
     AgentSpec,
-    ArrivalSpec,
     ClusterSpec,
-    DurationDist,
     FaultSpec,
     MeasurementSpec,
-    RoleSpec,
     Scenario,
+    ScenarioFile,
     SloSpec,
-    WorkloadSpec,
 )
-from hollowscale.scenario.validate import load_scenario, parse_duration, parse_scenario
+from hollowscale.scenario.validate import ScenarioError, load_scenario, parse_scenario
+from kubecore.schema import FieldError
 
 __all__ = [
     "DEFAULT_SLOS",
     "AgentSpec",
-    "ArrivalSpec",
     "ClusterSpec",
-    "DurationDist",
     "FaultSpec",
     "FieldError",
     "MeasurementSpec",
-    "RoleSpec",
     "Scenario",
     "ScenarioError",
+    "ScenarioFile",
     "SloSpec",
-    "WorkloadSpec",
     "load_scenario",
-    "parse_duration",
     "parse_scenario",
 ]

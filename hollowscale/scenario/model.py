@@ -1,48 +1,134 @@
 """Typed scenario: what a run does, validated before anything starts.
 
-Units are in the field names (``_s`` seconds, ``_ms`` milliseconds, ``rate`` = jobs per second).
-The YAML keys are the field names; :mod:`hollowscale.scenario.validate` builds these objects and
-:meth:`Scenario.to_load_spec` gives the plain-dict form the load generator (``loadgen``) consumes.
+A scenario file composes the engines' own specs — ``pools`` is the hollow agent's
+(:class:`hollow.pools.PoolSpec`), ``workloads`` and ``arrival`` are the load generator's
+(:class:`loadgen.spec.WorkloadSpec`, :class:`loadgen.spec.ArrivalSpec`) — and adds what only the
+orchestrator knows: where the cluster is, how many agents, faults, measurements, SLOs.  Validation
+is pydantic through :mod:`kubecore.schema` (one policy: every error collected, each with file, field
+path, what was given and what was expected; unknown keys refused; snake_case keys throughout).
+
+Units are in the field names (``_s`` seconds, ``_pct`` percent); durations may be written as Go
+durations (``90s``, ``5m``) or numbers of seconds.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, model_validator
+
+from hollow.pools import Pools, PoolSpec, pools_to_doc
+from kubecore.namespaces import RESERVED_NAMESPACES
+from kubecore.quantity import parse_quantity
+from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
+from loadgen.spec import ArrivalSpec, LoadSpec, Workloads, WorkloadSpec
 
 BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
-WORKLOAD_KINDS = ("Job", "Pod", "Deployment")
-CURVES = ("constant", "ramp", "steps", "poisson", "spike")
 FAULT_TYPES = ("heartbeat-loss", "pod-failures")
-DISTRIBUTIONS = ("fixed", "uniform", "exponential", "normal", "forever")
 SLO_OPS = ("<=", ">=", "<", ">")
 
+#: Leaves of ``measurements`` an SLO may name: prefix -> allowed leaves.
+SLO_METRICS: dict[str, tuple[str, ...]] = {
+    "pod_startup_latency_ms": ("p50", "p90", "p99"),
+    "pod_scheduling_latency_ms": ("p50", "p90", "p99"),
+    "job_completion_time_s": ("p50", "p90", "p99"),
+    "gpu_queue_wait_s": ("p50", "p90", "p99"),
+    "scheduling_throughput_pods_per_s": ("avg", "p50", "max"),
+    "gpu_allocation_pct": ("avg", "max"),
+    "pending_pods": ("avg", "max"),
+    "jobs": ("submitted", "completed", "failed", "unfinished"),
+    "crosscheck": ("diff_pct",),
+    "api_latency_ms": ("p50", "p99"),  # api_latency_ms.<VERB>.p99
+    "api_latency_slo_ms": ("p50", "p99"),  # api_latency_slo_ms.<mutating|read_object|read_list>.p99
+}
+_API_GROUPS = ("mutating", "read_object", "read_list")
 
-@dataclass(frozen=True)
-class ClusterSpec:
+
+def _namespace(value: str) -> str:
+    if value in RESERVED_NAMESPACES:
+        from kubecore.schema import problem
+
+        raise problem(f"expected a namespace of the run's own, got {value!r} (it holds the cluster's own "
+                      f"objects: {', '.join(sorted(RESERVED_NAMESPACES))} are refused)")
+    return value
+
+
+def slo_metric_problem(metric: str) -> str | None:
+    """Why ``metric`` is not a measurement an SLO can name, or None when it is."""
+    parts = metric.split(".")
+    head = parts[0]
+    if head not in SLO_METRICS:
+        return f"expected a metric path starting with one of {', '.join(sorted(SLO_METRICS))}, got {metric!r}"
+    leaves = SLO_METRICS[head]
+    if head in ("api_latency_ms", "api_latency_slo_ms"):
+        what = "VERB" if head == "api_latency_ms" else "|".join(_API_GROUPS)
+        if len(parts) != 3 or parts[2] not in leaves or (head == "api_latency_slo_ms" and parts[1] not in _API_GROUPS):
+            return f"expected {head}.<{what}>.<p50|p99>, got {metric!r}"
+        return None
+    if len(parts) != 2 or parts[1] not in leaves:
+        return f"expected {head}.<{'|'.join(leaves)}>, got {metric!r}"
+    return None
+
+
+def _slo_metric(value: str) -> str:
+    msg = slo_metric_problem(value)
+    if msg:
+        from kubecore.schema import problem
+
+        raise problem(msg)
+    return value
+
+
+Namespace = Annotated[DnsLabel, AfterValidator(_namespace)]
+SloMetric = Annotated[StrictStr, AfterValidator(_slo_metric)]
+
+
+class ClusterSpec(Spec):
     """Where the run happens.
 
     Attributes:
         backend: ``local`` (processes started by hollowscale), ``kind`` or ``existing`` (any kubeconfig).
         profile: ``default`` keeps upstream limits, ``scale`` lifts client QPS and in-flight limits.
-        kubeconfig: required for ``existing``; ignored otherwise.
+        kubeconfig: for ``kind``/``existing``; when absent, ``$KUBECONFIG`` then ``~/.kube/config``.
         dir: local cluster folder (default ``.hollowscale/cluster`` for the default profile,
             ``.hollowscale/cluster-scale`` for ``scale``).
         scheduler_name: ``spec.schedulerName`` of every submitted pod.
-        namespace: namespace the load is submitted to (created by the run, deleted after).
+        namespace: namespace the load is submitted to; created (and deleted after) when absent, else
+            used as it is and only the run's own objects are deleted after.
     """
 
-    backend: str = "local"
-    profile: str = "default"
-    kubeconfig: str | None = None
-    dir: str | None = None
-    scheduler_name: str = "default-scheduler"
-    namespace: str = "hollowscale-load"
+    backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
+    profile: one_of(*PROFILES) = "default"  # type: ignore[valid-type]
+    kubeconfig: StrictStr | None = None
+    dir: StrictStr | None = None
+    scheduler_name: DnsSubdomain = "default-scheduler"
+    namespace: Namespace = "hollowscale-load"
+
+    def kubeconfig_path(self) -> str | None:
+        """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
+        ``~/.kube/config`` when it exists (None when there is none)."""
+        if self.kubeconfig:
+            return str(Path(self.kubeconfig).expanduser())
+        env = os.environ.get("KUBECONFIG")
+        if env:
+            return env
+        default = Path.home() / ".kube" / "config"
+        return str(default) if default.exists() else None
+
+    @model_validator(mode="after")
+    def _kubeconfig_available(self) -> ClusterSpec:
+        if self.backend != "local" and self.kubeconfig_path() is None:
+            raise_problems("cluster", [(("kubeconfig",), f"is required when backend is '{self.backend}' and neither "
+                                                         "$KUBECONFIG nor ~/.kube/config is there")])
+        return self
 
 
-@dataclass(frozen=True)
-class AgentSpec:
+class AgentSpec(Spec):
     """Hollow-node agents.
 
     Attributes:
@@ -52,174 +138,35 @@ class AgentSpec:
         args: extra command-line flags passed to every agent.
     """
 
-    shards: int = 1
-    ready_timeout_s: float = 300.0
-    delete_nodes_on_exit: bool = True
-    args: tuple[str, ...] = ()
+    shards: number(1, 64, integer=True) = 1  # type: ignore[valid-type]
+    ready_timeout_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 1.0))] = 300.0
+    delete_nodes_on_exit: StrictBool = True
+    args: tuple[StrictStr, ...] = ()
 
 
-@dataclass(frozen=True)
-class DurationDist:
-    """A distribution of durations in seconds (``forever`` = never ends)."""
+def _at_least(value: float, lo: float) -> float:
+    if value < lo:
+        from kubecore.schema import problem
 
-    dist: str = "fixed"
-    value_s: float | None = None
-    min_s: float | None = None
-    max_s: float | None = None
-    mean_s: float | None = None
-    stddev_s: float | None = None
-
-    def mean(self) -> float | None:
-        if self.dist == "forever":
-            return None
-        if self.dist == "fixed":
-            return self.value_s
-        if self.dist == "uniform":
-            assert self.min_s is not None and self.max_s is not None
-            return (self.min_s + self.max_s) / 2
-        return self.mean_s
+        raise problem(f"expected a duration >= {lo:g}s, got {value:g}s")
+    return value
 
 
-@dataclass(frozen=True)
-class RoleSpec:
-    """One pod template of a workload (a workload with several roles submits one object per role).
-
-    Attributes:
-        name: role name, used in object names and the ``hollowscale.io/role`` label.
-        replicas: pods running at once (Job parallelism, Deployment replicas; 1 for a bare Pod).
-        completions: Job completions (default = replicas).
-        resources: requests (= limits for extended resources), e.g. ``{cpu: "4", nvidia.com/gpu: "8"}``.
-        node_selector, tolerations: placed on the pod spec.
-        run_duration, startup_delay: override the workload's.
-    """
-
-    name: str
-    replicas: int = 1
-    completions: int | None = None
-    resources: dict[str, str] = field(default_factory=dict)
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: tuple[dict[str, Any], ...] = ()
-    run_duration: DurationDist | None = None
-    startup_delay: DurationDist | None = None
+PositiveSeconds = Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.001))]
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """A named template of the load mix.
-
-    Attributes:
-        name: template name (``hollowscale.io/workload`` label, Locust request name).
-        kind: ``Job`` (parallelism/completions), ``Pod`` (bare, restartPolicy Never) or ``Deployment``.
-        share: weight in the mix (normalised over all workloads).
-        priority_class: ``spec.priorityClassName`` (must exist in the cluster), or None.
-        run_duration: how long each pod runs (``hollowscale.io/run-duration``).
-        startup_delay: delay before Running (``hollowscale.io/startup-delay``), or None.
-        exit_codes: exit code -> weight (``hollowscale.io/exit-code``), e.g. ``{0: 0.95, 1: 0.05}``.
-        backoff_limit: Job ``backoffLimit``.
-        roles: pod templates submitted together (e.g. one 8-GPU student beside 1-GPU teachers).
-    """
-
-    name: str
-    kind: str = "Job"
-    share: float = 1.0
-    priority_class: str | None = None
-    run_duration: DurationDist = field(default_factory=lambda: DurationDist("fixed", value_s=10.0))
-    startup_delay: DurationDist | None = None
-    exit_codes: dict[int, float] = field(default_factory=lambda: {0: 1.0})
-    backoff_limit: int = 0
-    roles: tuple[RoleSpec, ...] = ()
-
-    def pods_per_instance(self) -> int:
-        return sum(r.replicas for r in self.roles)
-
-    def gpus_per_instance(self) -> float:
-        from kubecore.quantity import parse_quantity
-
-        return float(
-            sum(parse_quantity(r.resources.get("nvidia.com/gpu", "0")) * r.replicas for r in self.roles)
-        )
-
-
-@dataclass(frozen=True)
-class Step:
-    rate: float
-    duration_s: float
-
-
-@dataclass(frozen=True)
-class ArrivalSpec:
-    """Arrival curve of workload instances (one instance = one object per role), in instances/s.
-
-    Curves: ``constant`` (``rate``), ``poisson`` (``rate``, exponential gaps), ``ramp`` (``start_rate`` ->
-    ``end_rate`` over ``ramp_s``, then hold ``end_rate``), ``steps`` (list of ``{rate, duration_s}``),
-    ``spike`` (``rate`` as base, ``spike_rate`` from ``spike_at_s`` for ``spike_duration_s``).
-
-    Attributes:
-        duration_s: total load duration; the curve ends there.
-        per_user_rate: instances/s each Locust user submits; users = ceil(rate / per_user_rate).
-        max_instances: stop submitting after this many (None = no cap).
-        seed: seed of the mix choice, durations and exit codes.
-    """
-
-    curve: str
-    duration_s: float
-    rate: float | None = None
-    start_rate: float | None = None
-    end_rate: float | None = None
-    ramp_s: float | None = None
-    steps: tuple[Step, ...] = ()
-    spike_rate: float | None = None
-    spike_at_s: float | None = None
-    spike_duration_s: float | None = None
-    per_user_rate: float = 1.0
-    max_instances: int | None = None
-    seed: int = 1
-
-    def rate_at(self, t: float) -> float:
-        """Instances per second at ``t`` seconds after the start (0 after the end)."""
-        if t < 0 or t >= self.duration_s:
-            return 0.0
-        if self.curve in ("constant", "poisson"):
-            return float(self.rate or 0.0)
-        if self.curve == "ramp":
-            s, e, r = float(self.start_rate or 0.0), float(self.end_rate or 0.0), float(self.ramp_s or 0.0)
-            return e if t >= r or r <= 0 else s + (e - s) * t / r
-        if self.curve == "steps":
-            acc = 0.0
-            for step in self.steps:
-                if t < acc + step.duration_s:
-                    return step.rate
-                acc += step.duration_s
-            return 0.0
-        if self.curve == "spike":
-            at, d = float(self.spike_at_s or 0.0), float(self.spike_duration_s or 0.0)
-            return float(self.spike_rate or 0.0) if at <= t < at + d else float(self.rate or 0.0)
-        raise ValueError(f"unknown curve {self.curve!r}")
-
-    def expected_instances(self, dt: float = 0.1) -> float:
-        """Integral of the curve (instances submitted if the cluster keeps up), capped by max_instances."""
-        n = int(self.duration_s / dt)
-        total = sum(self.rate_at((i + 0.5) * dt) * dt for i in range(n))
-        return min(total, self.max_instances) if self.max_instances is not None else total
-
-    def peak_rate(self) -> float:
-        return max([self.rate_at(i * 0.5) for i in range(int(self.duration_s * 2) + 1)] + [0.0])
-
-
-@dataclass(frozen=True)
-class FaultSpec:
+class FaultSpec(Spec):
     """A fault injected through the agents' fault endpoints ``at_s`` seconds after the load starts."""
 
-    type: str
-    at_s: float
-    fraction: float
-    duration_s: float
-    seed: int = 1
-    exit_code: int = 137
+    type: one_of(*FAULT_TYPES)  # type: ignore[valid-type]
+    at_s: Seconds
+    fraction: number(0, 1, lo_open=True)  # type: ignore[valid-type]
+    duration_s: PositiveSeconds
+    seed: StrictInt = 1
+    exit_code: number(0, 255, integer=True) = 137  # type: ignore[valid-type]
 
 
-@dataclass(frozen=True)
-class MeasurementSpec:
+class MeasurementSpec(Spec):
     """What is measured and how long the run waits.
 
     Attributes:
@@ -228,29 +175,32 @@ class MeasurementSpec:
         crosscheck_tolerance_pct: watch-based throughput vs Prometheus binding rate must agree within this.
         settle_timeout_s: after the load ends, wait at most this long for submitted jobs to finish.
         sample_interval_s: bucket width of the time series in the report.
+        abort_after_failed_creates: stop the run as incomplete when this many creates in a row were
+            all refused (a load that fails wholesale measures nothing about the scheduler).
     """
 
-    prometheus: bool = True
-    scrape_interval_s: float = 1.0
-    crosscheck_tolerance_pct: float = 5.0
-    settle_timeout_s: float = 120.0
-    sample_interval_s: float = 1.0
+    prometheus: StrictBool = True
+    scrape_interval_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.2))] = 1.0
+    crosscheck_tolerance_pct: number(0, 100) = 5.0  # type: ignore[valid-type]
+    settle_timeout_s: Seconds = 120.0
+    sample_interval_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.1))] = 1.0
+    abort_after_failed_creates: number(1, 1_000_000, integer=True) = 20  # type: ignore[valid-type]
 
 
-@dataclass(frozen=True)
-class SloSpec:
+class SloSpec(Spec):
     """A service level objective: ``value(metric) op threshold`` must hold.
 
     ``metric`` is a dotted path into ``summary.json``'s ``measurements`` (e.g. ``pod_startup_latency_ms.p99``).
     """
 
-    name: str
-    metric: str
-    op: str
-    threshold: float
-    description: str = ""
+    name: StrictStr
+    metric: SloMetric
+    op: one_of(*SLO_OPS) = "<="  # type: ignore[valid-type]
+    threshold: number()  # type: ignore[valid-type]
+    description: StrictStr = ""
 
     def check(self, value: float | None) -> bool:
+        """True when ``value`` meets the objective (a missing value never does)."""
         if value is None:
             return False
         return {
@@ -263,82 +213,155 @@ class SloSpec:
 
 #: The Kubernetes SLOs (DESIGN.md): what a scenario gets unless it says ``slo_defaults: false``.
 DEFAULT_SLOS: tuple[SloSpec, ...] = (
-    SloSpec(
-        "api_mutating_p99",
-        "api_latency_slo_ms.mutating.p99",
-        "<=",
-        1000.0,
-        "Mutating API calls (POST/PUT/PATCH/DELETE) p99 <= 1 s",
-    ),
-    SloSpec(
-        "api_read_object_p99",
-        "api_latency_slo_ms.read_object.p99",
-        "<=",
-        1000.0,
-        "Read-only API calls on single objects (GET) p99 <= 1 s",
-    ),
-    SloSpec(
-        "api_read_list_p99",
-        "api_latency_slo_ms.read_list.p99",
-        "<=",
-        30000.0,
-        "Read-only LIST calls p99 <= 30 s",
-    ),
-    SloSpec(
-        "pod_startup_p99",
-        "pod_startup_latency_ms.p99",
-        "<=",
-        5000.0,
-        "Pod startup latency (created -> Running, client-side watch) p99 <= 5 s",
-    ),
+    SloSpec(name="api_mutating_p99", metric="api_latency_slo_ms.mutating.p99", op="<=", threshold=1000.0,
+            description="Mutating API calls (POST/PUT/PATCH/DELETE) p99 <= 1 s"),
+    SloSpec(name="api_read_object_p99", metric="api_latency_slo_ms.read_object.p99", op="<=", threshold=1000.0,
+            description="Read-only API calls on single objects (GET) p99 <= 1 s"),
+    SloSpec(name="api_read_list_p99", metric="api_latency_slo_ms.read_list.p99", op="<=", threshold=30000.0,
+            description="Read-only LIST calls p99 <= 30 s"),
+    SloSpec(name="pod_startup_p99", metric="pod_startup_latency_ms.p99", op="<=", threshold=5000.0,
+            description="Pod startup latency (created -> Running, client-side watch) p99 <= 5 s"),
 )
+
+
+class ScenarioFile(Spec):
+    """The scenario YAML as written (see ``scenarios/*.yaml``); :class:`Scenario` is what a run uses."""
+
+    name: DnsLabel
+    description: StrictStr = ""
+    cluster: ClusterSpec = ClusterSpec()
+    agents: AgentSpec = AgentSpec()
+    pools: Pools
+    workloads: Workloads
+    arrival: ArrivalSpec
+    faults: tuple[FaultSpec, ...] = ()
+    measurements: MeasurementSpec = MeasurementSpec()
+    slos: tuple[SloSpec, ...] = ()
+    slo_defaults: StrictBool = True
+    timeout_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 1.0))] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScenarioFile:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        duration = self.arrival.duration_s
+        for i, f in enumerate(self.faults):
+            if f.at_s >= duration:
+                problems.append((("faults", i, "at_s"), f"expected a time within the load (< {duration:g}s), "
+                                                        f"got {f.at_s:g}s"))
+        if self.timeout_s is not None and self.timeout_s < duration:
+            problems.append((("timeout_s",), f"expected at least the load duration ({duration:g}s), "
+                                             f"got {self.timeout_s:g}s"))
+        seen: set[str] = set()
+        for i, s in enumerate(self.slos):
+            if s.name in seen:
+                problems.append((("slos", i, "name"), f"duplicate SLO name {s.name!r}"))
+            seen.add(s.name)
+        problems += _fit_problems(self.pools, self.workloads)
+        raise_problems("scenario", problems)
+        return self
+
+
+def _fit_problems(pools: tuple[PoolSpec, ...], workloads: tuple[WorkloadSpec, ...]) \
+        -> list[tuple[tuple[str | int, ...], str]]:
+    """Every role must fit the allocatable resources of at least one pool whose labels its selector matches."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for wi, w in enumerate(workloads):
+        for ri, role in enumerate(w.roles):
+            fits = False
+            for p in pools:
+                labels = dict(p.labels)
+                if any(labels.get(k) != v for k, v in role.node_selector.items()
+                       if k in labels or k.startswith("nvidia.com/")):
+                    continue
+                alloc = dict(p.allocatable)
+                if all(parse_quantity(q) <= parse_quantity(alloc.get(k, "0")) for k, q in role.resources.items()
+                       if k in alloc or k == "nvidia.com/gpu"):
+                    fits = True
+                    break
+            if not fits and pools:
+                out.append((("workloads", wi, "roles", ri),
+                            f"requests {dict(role.resources)} with node_selector {dict(role.node_selector)} "
+                            "fit no node of any pool"))
+    return out
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario file."""
+    """A validated scenario, defaults resolved (SLOs merged with the defaults, timeout computed).
+
+    Attributes:
+        source: the file it came from (for messages and the report).
+        load: the load generator's spec (workloads, arrival, namespace, scheduler name).
+    """
 
     name: str
     source: str
     description: str
     cluster: ClusterSpec
     agents: AgentSpec
-    pools: tuple[dict[str, Any], ...]
-    workloads: tuple[WorkloadSpec, ...]
-    arrival: ArrivalSpec
+    pools: tuple[PoolSpec, ...]
+    load: LoadSpec
     faults: tuple[FaultSpec, ...]
     measurements: MeasurementSpec
     slos: tuple[SloSpec, ...]
     timeout_s: float
 
+    @classmethod
+    def from_file(cls, f: ScenarioFile, source: str) -> Scenario:
+        """Resolve a validated file: SLOs named like a default replace it, the timeout defaults to
+        load + settle + Ready barrier + 2 minutes."""
+        slos: dict[str, SloSpec] = {s.name: s for s in DEFAULT_SLOS} if f.slo_defaults else {}
+        slos.update({s.name: s for s in f.slos})
+        timeout = f.timeout_s if f.timeout_s is not None else (
+            f.arrival.duration_s + f.measurements.settle_timeout_s + f.agents.ready_timeout_s + 120)
+        load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=f.cluster.scheduler_name,
+                        workloads=f.workloads, arrival=f.arrival)
+        return cls(name=f.name, source=source, description=f.description, cluster=f.cluster, agents=f.agents,
+                   pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
+                   slos=tuple(slos.values()), timeout_s=float(timeout))
+
+    @property
+    def workloads(self) -> tuple[WorkloadSpec, ...]:
+        return self.load.workloads
+
+    @property
+    def arrival(self) -> ArrivalSpec:
+        return self.load.arrival
+
     @property
     def nodes_total(self) -> int:
-        return sum(int(p.get("count", 0)) for p in self.pools)
+        return sum(p.count for p in self.pools)
 
     @property
     def gpus_total(self) -> float:
-        from kubecore.quantity import parse_quantity
+        return float(sum(parse_quantity(dict(p.capacity).get("nvidia.com/gpu", "0")) * p.count for p in self.pools))
 
-        return float(
-            sum(
-                parse_quantity((p.get("resources") or {}).get("nvidia.com/gpu", "0")) * int(p.get("count", 0))
-                for p in self.pools
-            )
-        )
+    def node_names(self) -> set[str]:
+        """Every node the scenario's agents register."""
+        return {p.node_name(i) for p in self.pools for i in range(p.count)}
 
     def pools_doc(self) -> dict[str, Any]:
-        """The agent's pools file (``pools:`` section as written in the scenario)."""
-        return {"pools": [dict(p) for p in self.pools]}
-
-    def to_load_spec(self) -> dict[str, Any]:
-        """Plain-dict form consumed by ``loadgen`` (same keys as the YAML, defaults resolved)."""
-        return {
-            "name": self.name,
-            "namespace": self.cluster.namespace,
-            "scheduler_name": self.cluster.scheduler_name,
-            "workloads": [asdict(w) for w in self.workloads],
-            "arrival": asdict(self.arrival),
-        }
+        """The agents' pools file."""
+        return pools_to_doc(self.pools)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able form for ``scenario.json`` in the run folder."""
+        return _finite({
+            "name": self.name, "source": self.source, "description": self.description,
+            "cluster": self.cluster.model_dump(mode="json"), "agents": self.agents.model_dump(mode="json"),
+            "pools": self.pools_doc()["pools"], "load": self.load.to_doc(),
+            "faults": [f.model_dump(mode="json") for f in self.faults],
+            "measurements": self.measurements.model_dump(mode="json"),
+            "slos": [s.model_dump(mode="json") for s in self.slos], "timeout_s": self.timeout_s,
+        })
+
+
+def _finite(doc: Any) -> Any:
+    """inf -> None for JSON."""
+    if isinstance(doc, float) and math.isinf(doc):
+        return None
+    if isinstance(doc, dict):
+        return {k: _finite(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [_finite(v) for v in doc]
+    return doc

@@ -15,6 +15,7 @@ from hollowscale.cluster.binaries import binaries, kube_wrapper_gomod
 from hollowscale.cluster.local import LocalCluster
 from hollowscale.cluster.pki import create_pki
 from kubecore.procs import ProcessRecord, failure_reason, free_ports, spawn, stop
+from kubecore.procs import record as process_record
 from hollowscale.cluster.profiles import get_profile
 from hollowscale.versions import KUBERNETES_VERSION, STAGING_VERSION
 
@@ -93,8 +94,8 @@ def test_free_ports_are_distinct() -> None:
 
 
 def test_stop_by_pid_and_start_time(tmp_path: Path) -> None:
-    proc, record = spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log",
-                         tmp_path)
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log", cwd=tmp_path)
+    record = process_record("sleeper", proc)
     assert record.alive()
     # A record whose start time does not match is another process: never signalled.
     impostor = ProcessRecord("sleeper", record.pid, record.start_ticks + 1)
@@ -107,7 +108,7 @@ def test_stop_by_pid_and_start_time(tmp_path: Path) -> None:
 
 def test_stop_escalates_to_sigkill(tmp_path: Path) -> None:
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
-    _proc, record = spawn("stubborn", [sys.executable, "-c", code], tmp_path / "s.log", tmp_path)
+    record = process_record("stubborn", spawn([sys.executable, "-c", code], tmp_path / "s.log", cwd=tmp_path))
     deadline = time.monotonic() + 10
     while "ready" not in (tmp_path / "s.log").read_text() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -95,7 +95,7 @@ def test_slo_pass_fail_and_no_data() -> None:
     assert res["pod_startup_p99"]["passed"] and res["pod_startup_p99"]["value"] == 4200.0
     assert not res["api_mutating_p99"]["passed"]
     assert not res["api_read_list_p99"]["passed"] and res["api_read_list_p99"]["note"]  # no data = fail
-    ge = SloSpec("tp", "scheduling_throughput_pods_per_s.avg", ">=", 10)
+    ge = SloSpec(name="tp", metric="scheduling_throughput_pods_per_s.avg", op=">=", threshold=10)
     assert evaluate_slos([ge], {"scheduling_throughput_pods_per_s": {"avg": 12.5}})[0]["passed"]
     assert not evaluate_slos([ge], {"scheduling_throughput_pods_per_s": {"avg": 9.0}})[0]["passed"]
     assert lookup({"a": {"b": True}}, "a.b") is None
@@ -113,8 +113,8 @@ def _summary(tl: Timeline, slos: list[SloSpec], complete: bool = True) -> tuple[
 
 def test_report_files_pass_and_fail(tmp_path: Path) -> None:
     tl = build_timeline()
-    ok_slo = SloSpec("startup", "pod_startup_latency_ms.p99", "<=", 5000)
-    bad_slo = SloSpec("failed_jobs", "jobs.failed", "<=", 0)
+    ok_slo = SloSpec(name="startup", metric="pod_startup_latency_ms.p99", op="<=", threshold=5000)
+    bad_slo = SloSpec(name="failed_jobs", metric="jobs.failed", op="<=", threshold=0)
     summary, series = _summary(tl, [ok_slo, bad_slo])
     assert not summary["passed"] and [s["passed"] for s in summary["slos"]] == [True, False]
     paths = write_report(tmp_path / "run", summary, series, None)

@@ -7,11 +7,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hollowscale.scenario import DEFAULT_SLOS, ScenarioError, load_scenario, parse_duration, parse_scenario
+from hollowscale.scenario import DEFAULT_SLOS, ScenarioError, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = sorted((ROOT / "tests" / "fixtures" / "scenarios" / "bad").glob("*.yaml"))
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validation of kind/existing backends looks at $KUBECONFIG and ~/.kube/config: keep both away."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
 def expected(path: Path) -> str:
@@ -48,7 +55,7 @@ def test_required_scenarios_are_shipped() -> None:
 def test_default_scenario_shape() -> None:
     sc = load_scenario(ROOT / "scenarios" / "default.yaml")
     assert 900 <= sc.nodes_total <= 1100
-    products = {str((p.get("labels") or {}).get("nvidia.com/gpu.product")) for p in sc.pools}
+    products = {str(p.labels.get("nvidia.com/gpu.product")) for p in sc.pools}
     assert {"Tesla-V100-SXM2-32GB", "Tesla-P4"} <= products
     distill = next(w for w in sc.workloads if w.name == "distill")
     gpus = sorted(r.resources.get("nvidia.com/gpu") for r in distill.roles)
@@ -98,15 +105,32 @@ def test_defaults_and_overrides() -> None:
     assert [s.name for s in parse_scenario(doc, "smoke").slos] == ["pod_startup_p99"]
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("5m", 300), ("1h30m", 5400), ("250ms", 0.25), (12, 12)])
-def test_parse_duration(text: object, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
+def test_existing_backend_reads_kubeconfig_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    doc["cluster"] = {"backend": "existing", "namespace": "x"}
+    with pytest.raises(ScenarioError, match=r"cluster\.kubeconfig: is required"):
+        parse_scenario(doc, "s.yaml")
+    kc = tmp_path / "kc"
+    kc.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    sc = parse_scenario(doc, "s.yaml")
+    assert sc.cluster.kubeconfig_path() == str(kc)
 
 
-@pytest.mark.parametrize("text", ["", "5x", "m5", "1h 30m", "-3s"])
-def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_duration(text)
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "kube-public", "kube-node-lease"])
+def test_namespaces_the_run_does_not_own_are_refused(namespace: str) -> None:
+    doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    doc["cluster"]["namespace"] = namespace
+    with pytest.raises(ScenarioError, match=r"cluster\.namespace: expected a namespace of the run.s own"):
+        parse_scenario(doc, "s.yaml")
+
+
+def test_scenario_to_dict_and_load_spec() -> None:
+    sc = load_scenario(ROOT / "scenarios" / "default.yaml")
+    d = sc.to_dict()
+    assert d["load"]["namespace"] == sc.cluster.namespace == sc.load.namespace
+    assert [p["name"] for p in d["pools"]] == [p.name for p in sc.pools]
+    assert sc.load.arrival is sc.arrival and sc.load.workloads is sc.workloads
 
 
 def test_curves() -> None:

@@ -1,0 +1,201 @@
+"""Assemble ``summary.json`` from what a run observed: timeline, Prometheus, Locust, resources.
+
+The runner collects; this module only turns the collected facts into the report's figures, so the
+figures can be read (and tested) apart from the processes that produced them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hollowscale import __version__
+from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
+from hollowscale.measure.prom import PromQueries
+from hollowscale.measure.timeline import TimelineCollector
+from hollowscale.run.resources import SOURCE as HARNESS_SOURCE
+from hollowscale.scenario import Scenario
+
+
+def iso(t: float) -> str:
+    """Epoch seconds -> ISO 8601 UTC with milliseconds."""
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def locust_stats(run_dir: Path, t_load_start: float | None, t_load_end: float | None) -> dict[str, Any]:
+    """Requests and failures per request type from Locust's CSV; create latencies by workload."""
+    path = run_dir / "locust" / "locust_stats.csv"
+    out: dict[str, Any] = {"csv": str(path.relative_to(run_dir)) if path.exists() else None, "by_type": {}}
+    if not path.exists():
+        return out
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            typ = row.get("Type") or ""
+            if row.get("Name") == "Aggregated":
+                continue
+            agg = out["by_type"].setdefault(typ, {"requests": 0, "failures": 0})
+            agg["requests"] += int(float(row.get("Request Count") or 0))
+            agg["failures"] += int(float(row.get("Failure Count") or 0))
+            if typ == "POST":
+                agg.setdefault("p50_ms_by_name", {})[row["Name"]] = _num(row.get("50%"))
+                agg.setdefault("p99_ms_by_name", {})[row["Name"]] = _num(row.get("99%"))
+    post = out["by_type"].get("POST", {})
+    if t_load_start and t_load_end:
+        out["creates_per_s"] = round(post.get("requests", 0) / max(t_load_end - t_load_start, 1e-9), 3)
+    return out
+
+
+def crosscheck(watch_bound: int, b: dict[str, Any], tolerance_pct: float) -> dict[str, Any]:
+    """Pods bound per the watch timeline vs the scheduler's binding counter in Prometheus."""
+    prom = b["bound"]
+    window = b["end"] - b["start"]
+    out: dict[str, Any] = {"query": b["query"], "window_s": round(window, 3), "watch_bound": watch_bound,
+                           "prometheus_bound": prom, "tolerance_pct": tolerance_pct,
+                           "watch_rate_pods_per_s": round(watch_bound / window, 4) if window > 0 else None,
+                           "prometheus_rate_pods_per_s": round(prom / window, 4) if prom is not None and window > 0
+                           else None}
+    if prom is None:
+        out.update(diff_pct=None, agree=None, verdict="no Prometheus data for the binding counter")
+    elif prom == 0 and watch_bound == 0:
+        out.update(diff_pct=0.0, agree=True, verdict="no bindings in the window (nothing to compare)")
+    else:
+        diff = abs(watch_bound - prom) / max(prom, 1e-9) * 100.0
+        ok = diff <= tolerance_pct
+        out.update(diff_pct=round(diff, 3), agree=ok,
+                   verdict=(f"{'agree' if ok else 'DISAGREE'}: watch {watch_bound} vs Prometheus {prom:g} pods bound "
+                            f"({diff:.2f}% {'<=' if ok else '>'} {tolerance_pct:g}%)"))
+    return out
+
+
+@dataclass
+class RunFacts:
+    """What a run observed, handed to :func:`assemble` (times are epoch seconds)."""
+
+    scenario: Scenario
+    run_id: str
+    run_dir: Path
+    t_start: float
+    t_end: float
+    t_load_start: float | None
+    t_load_end: float | None
+    t_window_start: float | None
+    t_prom_start: float | None
+    incomplete_reason: str | None
+    errors: list[str]
+    cluster_info: Any
+    server: str | None
+    nodes_ready: int
+    agent_ports: list[int]
+    locust_processes: int
+    faults: list[dict[str, Any]]
+    timings: dict[str, float]
+    namespace: dict[str, Any] | None = None
+    collector: TimelineCollector | None = None
+    prometheus_url: str | None = None
+    prometheus_targets: dict[str, str] = field(default_factory=dict)
+    harness: dict[str, Any] = field(default_factory=dict)
+
+
+def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """(summary, timeline series, Prometheus series) for the report; Prometheus failures become errors."""
+    sc = f.scenario
+    t0 = f.t_load_start or f.t_window_start or f.t_start
+    summary: dict[str, Any] = {
+        "schema_version": 1,
+        "run_id": f.run_id,
+        "scenario": sc.name,
+        "scenario_file": sc.source,
+        "description": sc.description,
+        "started_at": iso(f.t_start),
+        "load_started_at": iso(f.t_load_start) if f.t_load_start else None,
+        "duration_s": round(f.t_end - f.t_start, 3),
+        "load_duration_s": round((f.t_load_end or f.t_end) - f.t_load_start, 3) if f.t_load_start else 0.0,
+        "complete": f.incomplete_reason is None,
+        "incomplete_reason": f.incomplete_reason,
+        "errors": f.errors,
+        "versions": {"hollowscale": __version__, "python": sys.version.split()[0]},
+    }
+    ci = f.cluster_info
+    summary["cluster"] = {
+        "backend": sc.cluster.backend,
+        "profile": ci.profile if ci else sc.cluster.profile,
+        "kubernetes_version": ci.kubernetes_version if ci else None,
+        "etcd_version": getattr(ci, "etcd_version", None),
+        "server": f.server,
+        "nodes_ready": f.nodes_ready,
+        "nodes_expected": sc.nodes_total,
+        "gpus_total": sc.gpus_total,
+        "client_qps": {k: {"qps": v[0], "burst": v[1]} for k, v in (ci.client_qps.items() if ci else [])},
+        "flags": ci.flags if ci else {},
+        "reused": bool(ci.reused) if ci else None,
+        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports},
+        "namespace": f.namespace,
+    }
+    arrival = sc.arrival
+    summary["load"] = {"curve": arrival.curve, "duration_s": arrival.duration_s,
+                       "expected_instances": round(arrival.expected_instances(), 1),
+                       "peak_rate": arrival.peak_rate(), "per_user_rate": arrival.per_user_rate,
+                       "locust_processes": f.locust_processes,
+                       "locust": locust_stats(f.run_dir, f.t_load_start, f.t_load_end)}
+    summary["faults"] = f.faults
+    summary["timings"] = f.timings
+    sources: dict[str, Any] = dict(TIMELINE_SOURCES)
+    series: dict[str, Any] = {}
+    measurements: dict[str, Any] = {}
+    if f.collector is not None:
+        pods, jobs = f.collector.timeline.snapshot()
+        f.collector.timeline.write_csv(f.run_dir)
+        tm = timeline_measurements(pods, jobs, sc.gpus_total, t0 * 1000, f.t_end * 1000,
+                                   sc.measurements.sample_interval_s)
+        measurements.update(tm["measurements"])
+        series = tm["series"]
+        st = f.collector.timeline.stats
+        summary["collector"] = {"events": st.events, "restarts": st.restarts[:20], "restart_count": len(st.restarts),
+                                "max_apply_lag_ms": round(st.max_apply_lag_ms, 3),
+                                "mean_apply_lag_ms": round(st.apply_lag_sum_ms / st.events, 3) if st.events else None,
+                                "busy_s": round(st.busy_s, 3)}
+    prom_series = None
+    if f.prometheus_url is not None:
+        try:
+            pq = PromQueries(f.prometheus_url)
+            ws = f.t_window_start or t0
+            interval = sc.measurements.scrape_interval_s
+            # API latency covers the run from Prometheus' first scrape (node registration included)
+            aws = (f.t_prom_start + 2 * interval) if f.t_prom_start else ws
+            api = pq.api_latency(min(aws, ws), f.t_end)
+            measurements["api_latency_ms"] = api["by_verb"]
+            measurements["api_latency_slo_ms"] = api["slo_groups"]
+            measurements["scheduler"] = pq.scheduler(ws, f.t_end)
+            measurements["components"] = pq.components(ws, f.t_end)
+            b = pq.bindings(ws, f.t_end)
+            watch_bound = 0
+            if f.collector is not None:
+                pods, _ = f.collector.timeline.snapshot()
+                lo, hi = b["start"] * 1000, b["end"] * 1000
+                watch_bound = sum(1 for p in pods if p.scheduled_ms is not None and lo <= p.scheduled_ms <= hi)
+            measurements["crosscheck"] = crosscheck(watch_bound, b, sc.measurements.crosscheck_tolerance_pct)
+            prom_series = pq.api_series(t0, f.t_end, max(interval, 1.0))
+            summary["prometheus"] = {"url": f.prometheus_url, "window": [ws, f.t_end],
+                                     "targets": f.prometheus_targets, "api_by_verb_resource": api["by_verb_resource"]}
+            sources["api_latency_ms"] = api["queries"]
+            sources["promql"] = pq.log
+        except Exception as exc:  # a partial report must still be written
+            f.errors.append(f"Prometheus queries failed: {exc.__class__.__name__}: {exc}")
+    measurements["harness_processes"] = f.harness
+    sources["harness_processes"] = HARNESS_SOURCE
+    summary["measurements"] = measurements
+    summary["sources"] = sources
+    return summary, series, prom_series
