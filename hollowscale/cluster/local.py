@@ -31,6 +31,7 @@ from hollowscale.cluster.profiles import Profile, get_profile
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
 from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
 from kubecore.procs import record as process_record
+from kubecore.tls import client_ssl_context
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -78,8 +79,7 @@ class ClusterInfo:
 
     def ssl_context(self) -> ssl.SSLContext:
         """mTLS context of the admin user, verifying the cluster CA."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
-        ctx.load_cert_chain(str(self.admin_cert), str(self.admin_key))
+        ctx: ssl.SSLContext = client_ssl_context(str(self.ca_file), str(self.admin_cert), str(self.admin_key))
         return ctx
 
 
@@ -268,8 +268,7 @@ class LocalCluster:
                                        f"{self.dir / 'logs'}")
                 time.sleep(0.1)
 
-        ctx = ssl.create_default_context(cafile=str(pki.ca.cert))
-        ctx.load_cert_chain(str(pki.admin.cert), str(pki.admin.key))
+        ctx = client_ssl_context(str(pki.ca.cert), str(pki.admin.cert), str(pki.admin.key))
         api = f"https://127.0.0.1:{ports['kube-apiserver']}"
 
         say("starting etcd")

@@ -10,10 +10,7 @@ figures of the report; every query string is returned with its value so the repo
 from __future__ import annotations
 
 import math
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -24,15 +21,11 @@ from typing import Any
 
 import yaml
 
+from kubecore.procs import free_ports, spawn, stop_group
+
 MUTATING = "POST|PUT|PATCH|DELETE"
 #: apiserver request latency metric (the SLI histogram excludes WATCH and long-running requests)
 API_SLI = "apiserver_request_sli_duration_seconds_bucket"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -110,13 +103,12 @@ class PrometheusServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         cfg = self.folder / "prometheus.yml"
         cfg.write_text(yaml.safe_dump(scrape_config(self.targets, self.interval_s), sort_keys=False))
-        self.port = free_port()
-        log = (self.folder / "prometheus.log").open("wb")
-        self.proc = subprocess.Popen(
+        self.port = free_ports(1)[0]  # Prometheus cannot announce a port it picked itself
+        self.proc = spawn(
             [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.folder / 'tsdb'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d",
              "--web.enable-lifecycle", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            self.folder / "prometheus.log",
         )
         deadline = time.monotonic() + timeout_s
         import urllib.request
@@ -167,17 +159,9 @@ class PrometheusServer:
         return self.proc.pid if self.proc else None
 
     def stop(self, grace_s: float = 10.0) -> None:
-        if not self.proc or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
+        """SIGTERM its process group, SIGKILL after ``grace_s``."""
+        if self.proc is not None:
+            stop_group(self.proc, grace_s)
 
 
 def _num(v: Any) -> float | None:
