@@ -25,6 +25,19 @@ UNITS: dict[str, float] = {
 }
 _PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 
+_UNIT_NS = {unit: round(seconds * 1e9) for unit, seconds in UNITS.items()}
+
+
+def _nanos(number: str, unit_ns: int) -> int:
+    """``number`` (digits with an optional fraction) times ``unit_ns``, in whole nanoseconds, exactly
+    as Go adds them up (so ``5012ms`` is 5.012 s, not 5.0120000000000005)."""
+    whole, _, frac = number.partition(".")
+    value = int(whole or "0") * unit_ns
+    if frac:
+        value += int(frac) * unit_ns // 10 ** len(frac)
+    return value
+
+
 #: the value of ``forever``: a duration that never ends
 FOREVER = math.inf
 
@@ -56,12 +69,13 @@ def parse_go_duration(text: str, *, allow_forever: bool = True) -> float:
         return 0.0
     if raw.startswith("-"):
         raise ValueError(f"expected a non-negative duration, got {text!r}")
-    pos, total = 0, 0.0
+    pos, nanos = 0, 0
     for match in _PART.finditer(body):
         if match.start() != pos:
             break
-        total += float(match.group(1)) * UNITS[match.group(2)]
+        nanos += _nanos(match.group(1), _UNIT_NS[match.group(2)])
         pos = match.end()
+    total = nanos / 1e9
     if pos == 0 or pos != len(body):
         hint = " or 'forever'" if allow_forever else ""
         raise ValueError(f"expected {EXPECTED}{hint}, got {text!r}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -109,6 +110,12 @@ def read_announced(proc: subprocess.Popen[bytes], pattern: re.Pattern[bytes], ti
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        # wait for output without blocking past the deadline (a silent child must not hang us)
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, min(1.0, deadline - time.monotonic())))
+        if not ready:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with {proc.returncode} before it was ready; log: {log_path}")
+            continue
         line = proc.stdout.readline()
         if not line:
             proc.wait(10)

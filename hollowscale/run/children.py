@@ -8,6 +8,7 @@ only the orchestrator, which then stops each child by its process group).  The r
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -68,7 +69,9 @@ class Children:
     def _save(self) -> None:
         doc = {"children": [{"name": c.name, "pid": c.pid, "argv": c.argv} for c in self.children],
                "other": self.extra}
-        self.registry.write_text(json.dumps(doc, indent=2))
+        tmp = self.registry.with_suffix(".tmp")  # readers never see a half-written registry
+        tmp.write_text(json.dumps(doc, indent=2))
+        os.replace(tmp, self.registry)
 
     def stop_all(self, grace_s: float = 10.0) -> dict[str, int | None]:
         """Stop every child, newest first."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from browser import check_page
 
 from hollowscale.cluster.local import LocalCluster
-from browser import check_page
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration

@@ -14,10 +14,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hollowscale.cluster.binaries import binaries, kube_wrapper_gomod
 from hollowscale.cluster.local import LocalCluster
 from hollowscale.cluster.pki import create_pki
-from kubecore.procs import ProcessRecord, failure_reason, free_ports, spawn, stop
-from kubecore.procs import record as process_record
 from hollowscale.cluster.profiles import get_profile
 from hollowscale.versions import KUBERNETES_VERSION, STAGING_VERSION
+from kubecore.procs import ProcessRecord, failure_reason, free_ports, spawn, stop
+from kubecore.procs import record as process_record
 
 UPSTREAM_GOMOD = """module k8s.io/kubernetes
 

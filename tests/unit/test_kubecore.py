@@ -315,3 +315,18 @@ def test_child_announces_its_port_and_its_group_is_stopped(tmp_path: Path) -> No
     alive = [p for p in left if Path(f"/proc/{p}/stat").exists()
              and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
     assert alive == []  # zombies of a SIGKILLed grandchild wait for init to reap them
+
+
+def test_go_durations_add_up_in_whole_nanoseconds() -> None:
+    assert parse_go_duration("5012ms") == 5.012 and parse_go_duration("1.1s") == 1.1
+    assert parse_go_duration("0.000000001s") == 1e-9
+
+
+def test_a_silent_child_does_not_hang_the_reader(tmp_path: Path) -> None:
+    import re
+
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log", stdout_pipe=True)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not announce"):
+        read_announced(proc, re.compile(rb"port"), 1.5, "silent child", tmp_path / "s.log")
+    assert time.monotonic() - started < 5 and proc.poll() is not None

@@ -8,11 +8,11 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from browser import check_page
 
 from hollowscale.measure.derive import percentile, throughput, timeline_measurements
 from hollowscale.measure.timeline import Timeline
 from hollowscale.report import finalize, update_latest, write_report
-from browser import check_page
 from hollowscale.report.summary import REQUIRED, evaluate_slos, lookup
 from hollowscale.scenario import DEFAULT_SLOS, SloSpec
 
