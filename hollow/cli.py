@@ -12,11 +12,7 @@ import sys
 
 import click
 
-from hollow.api import ApiSettings
-from hollow.pools import PoolsError, load_pools
-from hollow.settings import AgentSettings, HeartbeatSettings
 from hollow.sharding import parse_shard
-from hollow.stages import default_stages
 
 
 def _shard(_: click.Context, __: click.Parameter, value: str) -> object:
@@ -53,7 +49,12 @@ def nodes_group() -> None:
 def run(kubeconfig: str, pools_file: str, shard: object, metrics_port: int, metrics_host: str,
         delete_nodes_on_exit: bool, heartbeat_factor: float, max_inflight: int, log_level: str) -> None:
     """Run a hollow-node agent in the foreground until SIGTERM/SIGINT."""
+    # imported here: `hollowscale --help` mounts this group and must not pay for aiohttp and pydantic
     from hollow.agent import run_agent
+    from hollow.api import ApiSettings
+    from hollow.pools import PoolsError, load_pools
+    from hollow.settings import AgentSettings, HeartbeatSettings
+    from hollow.stages import default_stages
     from kubecore.config import load_endpoint
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,

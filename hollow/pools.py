@@ -38,7 +38,6 @@ against ``context={"base_dir": ...}`` given to ``model_validate`` (the current f
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -54,30 +53,31 @@ from pydantic import (
 )
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
-from hollow.leaf import leaf, validator_of
 from hollow.stages import StagesFile, StageTable, stages_to_doc
-from kubecore.distributions import FIXED_ZERO, FOREVER_DIST, DurationDist
-from kubecore.durations import format_go_duration, parse_go_duration
+from kubecore.distributions import FIXED_ZERO, FOREVER_DIST
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
     LABEL_NAME,
-    LABEL_VALUE,
     RESOURCE_NAME,
     Annotations,
     Dist,
     DnsLabel,
     FiniteDist,
     Labels,
+    LabelValue,
+    QualifiedName,
     Quantity,
     Spec,
     SpecError,
-    check_qualified_name,
+    check_label_value,
     field_errors,
+    leaf,
     number,
     one_of,
     problem,
     raise_problems,
     show,
+    validator_of,
 )
 from kubecore.yamlfile import load_yaml
 
@@ -101,16 +101,10 @@ Problems = list[tuple[tuple[str | int, ...], str]]
 # ------------------------------------------------------------------------------------------------ leaves
 
 
-def _label_value(value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
-        raise ValueError(f"expected a label value (<= 63 characters, alphanumeric, '-', '_' or '.'), got {show(value)}")
-    return value
-
-
 def _nonempty_label_value(value: Any) -> str:
     if value == "":
         raise ValueError("expected a non-empty label value, got ''")
-    return _label_value(value)
+    return check_label_value(value)
 
 
 def _role(value: Any) -> str:
@@ -174,9 +168,7 @@ def _allocatable(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
     return full
 
 
-LabelValue = Annotated[str, leaf(_label_value)]
 NonEmptyLabelValue = Annotated[str, leaf(_nonempty_label_value)]
-QualifiedName = Annotated[str, leaf(check_qualified_name)]
 PoolName = Annotated[str, validator_of(DnsLabel), AfterValidator(_pool_name)]
 Count = Annotated[int, validator_of(number(0, MAX_NODES, integer=True))]
 ExitCode = Annotated[int, validator_of(number(0, 255, integer=True))]
@@ -394,34 +386,6 @@ def load_pools(path: str | Path) -> list[PoolSpec]:
     return parse_pools(load_yaml(path), str(path), Path(path).parent)
 
 
-def _seconds_doc(seconds: float) -> str | float:
-    """A Go duration when it reads back to the very same float, else the number of seconds (exact)."""
-    text = format_go_duration(seconds)
-    return text if parse_go_duration(text) == seconds else seconds
-
-
-def dist_to_doc(dist: DurationDist) -> str | float | dict[str, str | float]:
-    """A distribution in the file form that reads back to an equal one (``DurationDist.to_doc`` rounds
-    to nanoseconds, and ``5012ms`` parses to a float one ulp away from 5.012)."""
-    if dist.kind == "fixed":
-        return _seconds_doc(dist.value)
-    doc: dict[str, str | float] = {"dist": dist.kind}
-    if dist.kind == "uniform":
-        doc.update(min=_seconds_doc(dist.minimum), max=_seconds_doc(dist.maximum))
-        return doc
-    if dist.kind == "lognormal":
-        doc.update(median=_seconds_doc(dist.value), sigma=dist.spread)
-    elif dist.kind == "normal":
-        doc.update(mean=_seconds_doc(dist.value), stddev=_seconds_doc(dist.spread))
-    else:
-        doc.update(mean=_seconds_doc(dist.value))
-    if dist.minimum > 0:
-        doc["min"] = _seconds_doc(dist.minimum)
-    if not math.isinf(dist.maximum):
-        doc["max"] = _seconds_doc(dist.maximum)
-    return doc
-
-
 def pool_to_doc(pool: PoolSpec) -> dict[str, Any]:
     """One pool in the file form :func:`parse_pools` reads back to an equal spec (stages inline)."""
     doc: dict[str, Any] = {"name": pool.name, "count": pool.count, "resources": dict(pool.resources)}
@@ -444,7 +408,7 @@ def pool_to_doc(pool: PoolSpec) -> dict[str, Any]:
     if topo.region is not None:
         doc["topology"]["region"] = topo.region
     lc = pool.lifecycle
-    doc["lifecycle"] = {"startup_delay": dist_to_doc(lc.startup_delay), "run_duration": dist_to_doc(lc.run_duration),
+    doc["lifecycle"] = {"startup_delay": lc.startup_delay.to_doc(), "run_duration": lc.run_duration.to_doc(),
                         "exit_code": lc.exit_code, "failure_fraction": lc.failure_fraction,
                         "failure_exit_code": lc.failure_exit_code}
     if pool.stages is not None:

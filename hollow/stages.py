@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import AfterValidator
 
 from hollow.clock import parse_rfc3339
-from hollow.leaf import validator_of
 from kubecore.distributions import DurationDist, keyed_uniform
 from kubecore.durations import parse_go_duration
-from kubecore.schema import DnsLabel, Spec, one_of, raise_problems, validate
+from kubecore.schema import DnsLabel, Spec, one_of, raise_problems, validate, validator_of
 from kubecore.yamlfile import load_yaml
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kubecore.durations import FOREVER, format_go_duration, to_seconds
+from kubecore.durations import FOREVER, format_go_duration, parse_go_duration, to_seconds
+from kubecore.wording import show
 
 DistKind = Literal["fixed", "uniform", "normal", "exponential", "lognormal"]
 #: what ``dist:`` may say (``forever`` is the fixed endless duration)
@@ -112,25 +113,31 @@ class DurationDist:
             return self.value
         return self.sample(keyed_rng(*key))
 
-    def to_doc(self) -> str | dict[str, str | float]:
-        """The YAML/JSON form :func:`parse_dist` reads back (durations as Go strings)."""
+    def to_doc(self) -> str | float | dict[str, str | float]:
+        """The file form :func:`parse_dist` reads back to an equal distribution (exact, also through JSON)."""
         if self.kind == "fixed":
-            return format_go_duration(self.value)
+            return seconds_doc(self.value)
         doc: dict[str, str | float] = {"dist": self.kind}
         if self.kind == "uniform":
-            doc.update(min=format_go_duration(self.minimum), max=format_go_duration(self.maximum))
+            doc.update(min=seconds_doc(self.minimum), max=seconds_doc(self.maximum))
             return doc
         if self.kind == "lognormal":
-            doc.update(median=format_go_duration(self.value), sigma=self.spread)
+            doc.update(median=seconds_doc(self.value), sigma=self.spread)
         elif self.kind == "normal":
-            doc.update(mean=format_go_duration(self.value), stddev=format_go_duration(self.spread))
+            doc.update(mean=seconds_doc(self.value), stddev=seconds_doc(self.spread))
         else:
-            doc.update(mean=format_go_duration(self.value))
+            doc.update(mean=seconds_doc(self.value))
         if self.minimum > 0:
-            doc["min"] = format_go_duration(self.minimum)
+            doc["min"] = seconds_doc(self.minimum)
         if not math.isinf(self.maximum):
-            doc["max"] = format_go_duration(self.maximum)
+            doc["max"] = seconds_doc(self.maximum)
         return doc
+
+
+def seconds_doc(seconds: float) -> str | float:
+    """A Go duration when it reads back to the very same float (``forever`` for inf), else the number."""
+    text = format_go_duration(seconds)
+    return text if parse_go_duration(text) == seconds else seconds
 
 
 FIXED_ZERO = DurationDist()
@@ -155,7 +162,7 @@ def parse_dist(value: Any, *, allow_forever: bool = True) -> DurationDist:
     """
     if isinstance(value, bool) or value is None or isinstance(value, list):
         raise DistError("", "expected a duration ('30s', 12.5)" + (", 'forever'" if allow_forever else "")
-                        + f" or a mapping {{dist: {'|'.join(DIST_NAMES)}, ...}}, got {_show(value)}")
+                        + f" or a mapping {{dist: {'|'.join(DIST_NAMES)}, ...}}, got {show(value)}")
     if not isinstance(value, Mapping):
         try:
             seconds = to_seconds(value, allow_forever=allow_forever)
@@ -196,20 +203,9 @@ def parse_dist(value: Any, *, allow_forever: bool = True) -> DurationDist:
     if kind == "lognormal":
         sigma = value["sigma"]
         if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or sigma < 0:
-            raise DistError("sigma", f"expected a number >= 0 (unitless), got {_show(sigma)}")
+            raise DistError("sigma", f"expected a number >= 0 (unitless), got {show(sigma)}")
         return DurationDist("lognormal", secs("median", 0.0), float(sigma), lo, hi)
     if kind == "normal":
         return DurationDist("normal", secs("mean", 0.0), secs("stddev", 0.0), lo, hi)
     return DurationDist("exponential", secs("mean", 0.0), 0.0, lo, hi)
 
-
-def _show(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return f"boolean {str(v).lower()}"
-    if isinstance(v, Mapping):
-        return "a mapping"
-    if isinstance(v, list):
-        return "a list"
-    return f"{type(v).__name__} {v!r}"

@@ -24,6 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from kubecore.distributions import DistError, DurationDist, parse_dist
 from kubecore.durations import to_seconds
 from kubecore.quantity import parse_quantity
+from kubecore.wording import show
 
 # ------------------------------------------------------------------------------------------------ errors
 
@@ -54,20 +55,6 @@ class SpecError(ValueError):
         self.errors = list(errors)
         lines = [e.render(source) for e in self.errors]
         super().__init__("\n".join(lines) if lines else f"{source}: invalid")
-
-
-def show(v: Any) -> str:
-    """A value as an error message shows it (``str 'ten'``, ``boolean true``, ``a mapping``)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return f"boolean {str(v).lower()}"
-    if isinstance(v, Mapping):
-        return "a mapping"
-    if isinstance(v, list | tuple):
-        return "a list"
-    text = repr(v)
-    return f"{type(v).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
 def problem(message: str, key: str = "") -> PydanticCustomError:
@@ -214,11 +201,17 @@ def _tuple_fields(cls: type[BaseModel]) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------------ leaf types
 
 
-def _leaf(fn: Callable[[Any], Any]) -> PlainValidator:
+def leaf(fn: Callable[[Any], Any]) -> PlainValidator:
+    """A validator that runs ``fn``; its ``ValueError`` becomes one problem worded at the field's path.
+
+    Problems raised as :func:`problem` (which may name a key below the field) and the collected
+    problems of :func:`raise_problems` pass through unchanged.
+    """
+
     def run(value: Any) -> Any:
         try:
             return fn(value)
-        except PydanticCustomError:
+        except (PydanticCustomError, ValidationError):
             raise  # already worded, and may name a key below this field
         except DistError as exc:
             raise problem(exc.message, exc.key) from None
@@ -245,13 +238,13 @@ def _finite_dist(value: Any) -> DurationDist:
 
 
 #: seconds: a number or a Go duration string (``90s``, ``1h30m``)
-Seconds = Annotated[float, _leaf(_seconds)]
+Seconds = Annotated[float, leaf(_seconds)]
 #: seconds, ``forever`` allowed (``inf``)
-SecondsOrForever = Annotated[float, _leaf(_seconds_forever)]
+SecondsOrForever = Annotated[float, leaf(_seconds_forever)]
 #: a duration distribution (see :mod:`kubecore.distributions`)
-Dist = Annotated[DurationDist, _leaf(_dist)]
+Dist = Annotated[DurationDist, leaf(_dist)]
 #: a duration distribution that ends
-FiniteDist = Annotated[DurationDist, _leaf(_finite_dist)]
+FiniteDist = Annotated[DurationDist, leaf(_finite_dist)]
 
 
 def _quantity(value: Any) -> str:
@@ -266,7 +259,7 @@ def _quantity(value: Any) -> str:
 
 
 #: a non-negative Kubernetes quantity, kept as the string the user wrote (``500m``, ``64Gi``, ``8``)
-Quantity = Annotated[str, _leaf(_quantity)]
+Quantity = Annotated[str, leaf(_quantity)]
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -282,18 +275,17 @@ def _dns_label(value: Any) -> str:
 
 
 #: a DNS-1123 label (names of namespaces, pools, workloads, roles)
-DnsLabel = Annotated[str, _leaf(_dns_label)]
+DnsLabel = Annotated[str, leaf(_dns_label)]
 
 
 def _dns_subdomain(value: Any) -> str:
     if not isinstance(value, str) or len(value) > 253 or not DNS_SUBDOMAIN.match(value):
-        raise ValueError(f"expected a lowercase DNS subdomain (a-z, 0-9, '-', '.', at most 253 characters), "
-                         f"got {show(value)}")
+        raise ValueError(f"expected a lowercase DNS subdomain (a-z, 0-9, '-', '.'), got {show(value)}")
     return value
 
 
 #: a DNS-1123 subdomain (scheduler names, priority class names)
-DnsSubdomain = Annotated[str, _leaf(_dns_subdomain)]
+DnsSubdomain = Annotated[str, leaf(_dns_subdomain)]
 
 
 def check_qualified_name(key: Any) -> str:
@@ -312,6 +304,22 @@ def check_label_value(value: Any) -> str:
     if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
         raise ValueError(f"expected a label value (<= 63 characters, alphanumeric, '-', '_' or '.'), got {show(value)}")
     return value
+
+
+#: a label, annotation or taint key (``[prefix/]name``)
+QualifiedName = Annotated[str, leaf(check_qualified_name)]
+#: a label value (may be empty)
+LabelValue = Annotated[str, leaf(check_label_value)]
+
+
+def validator_of(annotated: Any) -> Any:
+    """The validator inside one of this module's ``Annotated`` leaf types.
+
+    ``one_of`` and ``number`` build their types at run time, which a type checker cannot read; a spec
+    can state the precise static type and still be checked and worded the same way:
+    ``Annotated[int, validator_of(number(0, 255, integer=True))]``.
+    """
+    return get_args(annotated)[1]
 
 
 def _string_map(check_value: bool) -> Callable[[Any], dict[str, str]]:
@@ -340,9 +348,9 @@ def _string_map(check_value: bool) -> Callable[[Any], dict[str, str]]:
 
 
 #: label keys and values as Kubernetes accepts them
-Labels = Annotated[dict[str, str], _leaf(_string_map(True))]
+Labels = Annotated[dict[str, str], leaf(_string_map(True))]
 #: annotation keys as Kubernetes accepts them, any string values
-Annotations = Annotated[dict[str, str], _leaf(_string_map(False))]
+Annotations = Annotated[dict[str, str], leaf(_string_map(False))]
 
 
 def one_of(*choices: str) -> Any:
@@ -354,7 +362,7 @@ def one_of(*choices: str) -> Any:
             raise ValueError(f"expected one of {', '.join(choices)}, got {got}")
         return value
 
-    return Annotated[str, _leaf(run)]
+    return Annotated[str, leaf(run)]
 
 
 def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
@@ -373,4 +381,4 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
             raise ValueError(f"expected {kind} <= {hi:g}, got {value!r}")
         return value if integer else float(value)
 
-    return Annotated[int if integer else float, _leaf(run)]
+    return Annotated[int if integer else float, leaf(run)]

@@ -50,26 +50,27 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, PlainValidator, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from kubecore.distributions import DurationDist
 from kubecore.namespaces import RESERVED_NAMESPACES
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
-    DNS_SUBDOMAIN,
     RESOURCE_NAME,
     Dist,
     DnsLabel,
+    DnsSubdomain,
     FieldError,
     FiniteDist,
     Labels,
+    LabelValue,
+    QualifiedName,
     Quantity,
     Seconds,
     Spec,
     SpecError,
-    check_label_value,
-    check_qualified_name,
     field_errors,
+    leaf,
     number,
     one_of,
     problem,
@@ -108,24 +109,6 @@ SCENARIO_KEYS = ("description", "cluster", "agents", "pools", "faults", "measure
 
 
 # ------------------------------------------------------------------------------------------------ leaf types
-
-
-def _leaf(fn: Any) -> PlainValidator:
-    def run(value: Any) -> Any:
-        try:
-            return fn(value)
-        except ValidationError:
-            raise
-        except ValueError as exc:
-            raise problem(str(exc)) from None
-
-    return PlainValidator(run)
-
-
-def _dns_subdomain(value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 253 or not DNS_SUBDOMAIN.match(value):
-        raise ValueError(f"expected a lowercase DNS subdomain (a-z, 0-9, '-', '.'), got {show(value)}")
-    return value
 
 
 def _exit_codes(value: Any) -> dict[int, float]:
@@ -178,9 +161,6 @@ if TYPE_CHECKING:
     MaxInstances = int
     Seed = int
     TolerationSeconds = int
-    DnsSubdomain = str
-    QualifiedName = str
-    LabelValue = str
     ExitCodes = dict[int, float]
 else:
     WorkloadKind = one_of(*WORKLOAD_KINDS)
@@ -196,10 +176,7 @@ else:
     MaxInstances = number(1, integer=True)
     Seed = number(integer=True)
     TolerationSeconds = number(0, integer=True)
-    DnsSubdomain = Annotated[str, _leaf(_dns_subdomain)]
-    QualifiedName = Annotated[str, _leaf(check_qualified_name)]
-    LabelValue = Annotated[str, _leaf(check_label_value)]
-    ExitCodes = Annotated[dict[int, float], _leaf(_exit_codes)]
+    ExitCodes = Annotated[dict[int, float], leaf(_exit_codes)]
 
 
 def _g(seconds: float) -> str:
@@ -298,9 +275,9 @@ class RoleSpec(Spec):
         doc["node_selector"] = dict(self.node_selector)
         doc["tolerations"] = [t.to_doc() for t in self.tolerations]
         if self.run_duration is not None:
-            doc["run_duration"] = dist_doc(self.run_duration)
+            doc["run_duration"] = self.run_duration.to_doc()
         if self.startup_delay is not None:
-            doc["startup_delay"] = dist_doc(self.startup_delay)
+            doc["startup_delay"] = self.startup_delay.to_doc()
         return doc
 
 
@@ -373,9 +350,9 @@ class WorkloadSpec(Spec):
         doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "share": self.share}
         if self.priority_class is not None:
             doc["priority_class"] = self.priority_class
-        doc["run_duration"] = dist_doc(self.run_duration)
+        doc["run_duration"] = self.run_duration.to_doc()
         if self.startup_delay is not None:
-            doc["startup_delay"] = dist_doc(self.startup_delay)
+            doc["startup_delay"] = self.startup_delay.to_doc()
         doc["exit_codes"] = {str(k): v for k, v in self.exit_codes.items()}
         doc["backoff_limit"] = self.backoff_limit
         doc["roles"] = [r.to_doc() for r in self.roles]
@@ -621,29 +598,6 @@ class LoadSpec(Spec):
         raise KeyError(name)
 
 
-def dist_doc(dist: DurationDist) -> str | float | dict[str, Any]:
-    """A distribution's file form with durations as numbers of seconds (exact through JSON)."""
-    if dist.forever:
-        return "forever"
-    if dist.kind == "fixed":
-        return dist.value
-    doc: dict[str, Any] = {"dist": dist.kind}
-    if dist.kind == "uniform":
-        doc.update(min=dist.minimum, max=dist.maximum)
-        return doc
-    if dist.kind == "lognormal":
-        doc.update(median=dist.value, sigma=dist.spread)
-    elif dist.kind == "normal":
-        doc.update(mean=dist.value, stddev=dist.spread)
-    else:
-        doc.update(mean=dist.value)
-    if dist.minimum > 0:
-        doc["min"] = dist.minimum
-    if not math.isinf(dist.maximum):
-        doc["max"] = dist.maximum
-    return doc
-
-
 # ------------------------------------------------------------------------------------------------ reading
 
 _LOAD_KEYS = frozenset(LoadSpec.model_fields)
@@ -727,7 +681,6 @@ __all__ = [
     "TolerationSpec",
     "WorkloadSpec",
     "Workloads",
-    "dist_doc",
     "is_scenario",
     "load_spec",
     "parse_load_spec",

@@ -1,5 +1,12 @@
-"""The run orchestrator (``hollowscale run``)."""
+"""The run orchestrator (``hollowscale run``), in rooms of one job each.
 
-from hollowscale.run.orchestrator import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, EXIT_SLO_FAILED, Runner
+- :mod:`.orchestrator`: the phases of a run, in order, and teardown;
+- :mod:`.agents`: node-ownership check, the hollow agents, the Ready barrier;
+- :mod:`.loadwatch`: a load that fails wholesale stops the run as incomplete;
+- :mod:`.resources`: CPU and memory of the run's own processes;
+- :mod:`.summary`: what was observed -> ``summary.json``;
+- :mod:`.children`: child processes and the pid registry;
+- :mod:`.progress`: the live progress line; :mod:`.cli`: ``run``, ``validate``, ``compare``.
 
-__all__ = ["EXIT_INCOMPLETE", "EXIT_INTERRUPTED", "EXIT_PASSED", "EXIT_SLO_FAILED", "Runner"]
+Nothing is imported here, so the CLI can mount these commands without loading the runner.
+"""

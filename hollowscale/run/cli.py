@@ -19,7 +19,7 @@ from rich.console import Console
 @click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
 def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool) -> None:
     """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete."""
-    from hollowscale.run import Runner
+    from hollowscale.run.orchestrator import Runner
     from hollowscale.scenario import ScenarioError, load_scenario
 
     try:

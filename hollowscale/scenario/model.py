@@ -22,10 +22,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, model_validator
 
 from hollow.pools import Pools, PoolSpec, pools_to_doc
-from kubecore.namespaces import RESERVED_NAMESPACES
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
-from loadgen.spec import ArrivalSpec, LoadSpec, Workloads, WorkloadSpec
+from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, Workloads, WorkloadSpec
 
 BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
@@ -47,15 +46,6 @@ SLO_METRICS: dict[str, tuple[str, ...]] = {
     "api_latency_slo_ms": ("p50", "p99"),  # api_latency_slo_ms.<mutating|read_object|read_list>.p99
 }
 _API_GROUPS = ("mutating", "read_object", "read_list")
-
-
-def _namespace(value: str) -> str:
-    if value in RESERVED_NAMESPACES:
-        from kubecore.schema import problem
-
-        raise problem(f"expected a namespace of the run's own, got {value!r} (it holds the cluster's own "
-                      f"objects: {', '.join(sorted(RESERVED_NAMESPACES))} are refused)")
-    return value
 
 
 def slo_metric_problem(metric: str) -> str | None:
@@ -84,7 +74,6 @@ def _slo_metric(value: str) -> str:
     return value
 
 
-Namespace = Annotated[DnsLabel, AfterValidator(_namespace)]
 SloMetric = Annotated[StrictStr, AfterValidator(_slo_metric)]
 
 
