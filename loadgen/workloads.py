@@ -35,13 +35,66 @@ EXTENDED_PREFIXES = ("nvidia.com/", "amd.com/", "hugepages-")
 
 
 def annotation_duration(seconds: float) -> str:
-    """A drawn duration as the annotation's Go duration, rounded to milliseconds (``forever`` for inf)."""
-    return format_go_duration(seconds if math.isinf(seconds) else round(seconds, 3))
+    """A drawn duration as the annotation's Go duration, rounded to milliseconds (``forever`` for inf).
+
+    Equal to ``format_go_duration(round(seconds, 3))``; the common cases (under a minute) are
+    formatted directly, since this runs once per submitted object.
+    """
+    if math.isinf(seconds):
+        return "forever"
+    ms = round(round(seconds, 3) * 1000)  # the same rounding as round(seconds, 3)
+    if ms <= 0:
+        return "0s"
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:
+        whole, frac = divmod(ms, 1000)
+        return f"{whole}.{frac:03d}".rstrip("0") + "s" if frac else f"{whole}s"
+    return format_go_duration(ms / 1000)
 
 
 def pick_exit_code(codes: Mapping[int, float], rng: random.Random) -> int:
+    """An exit code drawn by weight (codes in ascending order)."""
     items = sorted(codes.items())
     return rng.choices([c for c, _ in items], weights=[w for _, w in items])[0]
+
+
+@dataclass(frozen=True)
+class _Template:
+    """What every object of one (workload, role) shares, computed once per mix.
+
+    The dicts are shared between the bodies built from it: a body is serialised right away and
+    never changed, so copying them per create would only cost CPU on Locust's hot path.
+    """
+
+    requests: dict[str, str]
+    limits: dict[str, str]
+    gpus: str
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    exit_codes: list[int]
+    exit_cum_weights: list[float]
+    generate_name: str
+
+
+def _template(w: WorkloadSpec, role: RoleSpec) -> _Template:
+    requests = dict(role.resources)
+    items = sorted(w.exit_codes.items())
+    cum: list[float] = []
+    acc = 0.0
+    for _, weight in items:
+        acc += weight
+        cum.append(acc)
+    return _Template(
+        requests=requests,
+        limits={k: v for k, v in requests.items() if k.startswith(EXTENDED_PREFIXES)},
+        gpus=requests.get("nvidia.com/gpu", "0"),
+        node_selector=dict(role.node_selector),
+        tolerations=[t.to_manifest() for t in role.tolerations],
+        exit_codes=[c for c, _ in items],
+        exit_cum_weights=cum,
+        generate_name=f"{w.name}-{role.name}-"[:58],
+    )
 
 
 @dataclass
@@ -69,6 +122,7 @@ class WorkloadMix:
         self.rng = random.Random(f"{base}/{stream}")
         self.stream = stream
         self.counter = 0
+        self._templates = {(w.name, r.name): _template(w, r) for w in self.workloads for r in w.roles}
 
     def next_instance(self) -> list[Submission]:
         """The objects of the next instance, in submission order."""
@@ -79,15 +133,15 @@ class WorkloadMix:
 
     def build(self, w: WorkloadSpec, role: RoleSpec, instance: str) -> Submission:
         kind = w.kind
+        t = self._templates[(w.name, role.name)]
         labels = {
             LABEL_RUN: self.run_id,
             LABEL_WORKLOAD: w.name,
             LABEL_ROLE: role.name,
             LABEL_INSTANCE: instance,
         }
-        requests = dict(role.resources)
-        pod_labels = dict(labels, **{LABEL_GPUS: requests.get("nvidia.com/gpu", "0")})
-        limits = {k: v for k, v in requests.items() if k.startswith(EXTENDED_PREFIXES)}
+        pod_labels = dict(labels)
+        pod_labels[LABEL_GPUS] = t.gpus
         annotations: dict[str, str] = {}
         run = w.run_duration_of(role).sample(self.rng)
         annotations[ANN_RUN] = "forever" if kind == "Deployment" else annotation_duration(run)
@@ -95,24 +149,25 @@ class WorkloadMix:
         if delay is not None:
             annotations[ANN_DELAY] = annotation_duration(delay.sample(self.rng))
         if kind != "Deployment":
-            annotations[ANN_EXIT] = str(pick_exit_code(w.exit_codes, self.rng))
-        container: dict[str, Any] = {"name": "main", "image": IMAGE, "resources": {"requests": requests}}
-        if limits:
-            container["resources"]["limits"] = limits
+            # same draw as rng.choices(codes, weights=...): choices turns weights into these sums
+            annotations[ANN_EXIT] = str(self.rng.choices(t.exit_codes, cum_weights=t.exit_cum_weights)[0])
+        resources: dict[str, Any] = {"requests": t.requests}
+        if t.limits:
+            resources["limits"] = t.limits
         pod_spec: dict[str, Any] = {
             "restartPolicy": "Always" if kind == "Deployment" else "Never",
             "schedulerName": self.scheduler,
             "terminationGracePeriodSeconds": 0,
-            "containers": [container],
+            "containers": [{"name": "main", "image": IMAGE, "resources": resources}],
         }
-        if role.node_selector:
-            pod_spec["nodeSelector"] = dict(role.node_selector)
-        if role.tolerations:
-            pod_spec["tolerations"] = [t.to_manifest() for t in role.tolerations]
+        if t.node_selector:
+            pod_spec["nodeSelector"] = t.node_selector
+        if t.tolerations:
+            pod_spec["tolerations"] = t.tolerations
         if w.priority_class:
             pod_spec["priorityClassName"] = w.priority_class
         template = {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod_spec}
-        gen = f"{w.name}-{role.name}-"[:58]
+        gen = t.generate_name
         ns = self.namespace
         replicas = role.replicas
         if kind == "Job":

@@ -208,3 +208,19 @@ def test_loadgen_imports_only_kubecore() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     r = _in_subprocess(code)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_annotation_duration_is_gos_format_to_the_millisecond() -> None:
+    import math
+    import random
+
+    from kubecore.durations import format_go_duration, parse_go_duration
+    from loadgen.workloads import annotation_duration
+
+    rng = random.Random(3)
+    samples = [0.0, 0.0004, 0.0005, 0.25, 1.0, 12.3456, 59.9994, 59.9996, 60.0, 90.5, 3723.5, math.inf]
+    samples += [rng.uniform(0, 200) for _ in range(2000)] + [rng.uniform(0, 2) for _ in range(500)]
+    for s in samples:
+        text = annotation_duration(s)
+        assert text == format_go_duration(s if math.isinf(s) else round(s, 3)), s
+        assert math.isinf(s) or abs(parse_go_duration(text) - s) <= 0.0005 + 1e-9
