@@ -65,13 +65,20 @@ def _load(doc: dict[str, Any] | None) -> Any:
     return machine.get("load_average_1_5_15") or doc.get("loadavg_1m")
 
 
-def rows(rev: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Figure rows (old, new, ratio) and the run metadata of every benchmark."""
+def rows(rev: str, reruns: dict[str, dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Figure rows (old, new, ratio; and the old code rerun today where given) and the run metadata."""
+    reruns = reruns or {}
     docs = {n: (_old(rev, n), _new(n)) for n in ("cluster", "loadgen", "distill")}
     out: list[dict[str, Any]] = []
     for name, label, path, unit, better in FIGURES:
         old, new = docs[name]
-        out.append(_row(name, label, unit, better, _get(old, path), _get(new, path)))
+        row = _row(name, label, unit, better, _get(old, path), _get(new, path))
+        if name in reruns:
+            again = _get(reruns[name], path)
+            row["before_rerun"] = again
+            row["ratio_after_before_rerun"] = round(row["after"] / again, 3) if again and row["after"] is not None \
+                else None
+        out.append(row)
     old_d, new_d = docs["distill"]
     for row in DISTILL_ROWS:
         o = next((r for r in (old_d or {}).get("rows", []) if r.get("row") == row), None)
@@ -80,11 +87,13 @@ def rows(rev: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                         _get(n, "samples_per_s")))
         out.append(_row("distill", f"{row}: samples per student CPU-s", "1/CPU-s", "higher",
                         _get(o, "samples_per_student_cpu_s"), _get(n, "samples_per_student_cpu_s")))
-        out.append(_row("distill", f"{row}: accuracy mean", "%", "higher", _get(o, "accuracy_mean"),
+        out.append(_row("distill", f"{row}: accuracy mean", "fraction", "higher", _get(o, "accuracy_mean"),
                         _get(n, "accuracy_mean")))
     meta = {bench: {"before": {"date": _date(o), "load": _load(o), "command": (o or {}).get("command")},
                     "after": {"date": _date(n), "load": _load(n), "command": (n or {}).get("command")}}
             for bench, (o, n) in docs.items()}
+    for bench, doc in reruns.items():
+        meta[bench]["before_rerun"] = {"date": _date(doc), "load": _load(doc), "command": doc.get("command")}
     return out, meta
 
 
@@ -98,13 +107,18 @@ def render(name: str, rev: str, table: list[dict[str, Any]], meta: dict[str, Any
     lines = [f"# Benchmarks before and after: {name}", "",
              f"Before: the figures committed at `{rev}`; after: this working tree's `reports/bench/*.json`.",
              "Ratio = after / before (for 'lower is better' figures a ratio < 1 is an improvement).", "",
-             "| bench | figure | unit | before | after | after/before | better |", "|---|---|---|---|---|---|---|"]
+             "'before, rerun' is the old revision run again on the same day as 'after', side by side.", "",
+             "| bench | figure | unit | before | before, rerun | after | after/before | after/rerun | better |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
-        lines.append(f"| {r['bench']} | {r['figure']} | {r['unit']} | {_fmt(r['before'])} | {_fmt(r['after'])} | "
-                     f"{_fmt(r['ratio_after_before'])} | {r['better']} |")
+        lines.append(f"| {r['bench']} | {r['figure']} | {r['unit']} | {_fmt(r['before'])} | "
+                     f"{_fmt(r.get('before_rerun'))} | {_fmt(r['after'])} | {_fmt(r['ratio_after_before'])} | "
+                     f"{_fmt(r.get('ratio_after_before_rerun'))} | {r['better']} |")
     lines += ["", "| bench | run | date | load average | command |", "|---|---|---|---|---|"]
     for bench, m in meta.items():
-        for when in ("before", "after"):
+        for when in ("before", "before_rerun", "after"):
+            if when not in m:
+                continue
             lines.append(f"| {bench} | {when} | {m[when]['date']} | {m[when]['load']} | `{m[when]['command']}` |")
     return "\n".join(lines) + "\n"
 
@@ -117,12 +131,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="git revision whose reports/bench/*.json are the old figures")
     ap.add_argument("--name", required=True, help="what changed (file name: reports/bench/beside-NAME.*)")
+    ap.add_argument("--rerun", action="append", default=[], metavar="BENCH=JSON",
+                    help="the old revision's figures rerun on the same day (e.g. loadgen=/tmp/before/...json)")
+    ap.add_argument("--note", action="append", default=[], help="a line of explanation for the markdown file")
     args = ap.parse_args()
-    table, meta = rows(args.before)
+    reruns = {k: json.loads(Path(v).read_text()) for k, v in (r.split("=", 1) for r in args.rerun)}
+    table, meta = rows(args.before, reruns)
     doc = {"name": args.name, "before_rev": args.before, "written": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-           "figures": table, "runs": meta}
+           "command": " ".join(["python", "tests/bench/beside.py", *__import__("sys").argv[1:]]),
+           "notes": args.note, "figures": table, "runs": meta}
     (BENCH / f"beside-{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (BENCH / f"beside-{args.name}.md").write_text(render(args.name, args.before, table, meta))
+    md = render(args.name, args.before, table, meta)
+    if args.note:
+        md += "\n## Notes\n\n" + "\n".join(f"- {n}" for n in args.note) + "\n"
+    (BENCH / f"beside-{args.name}.md").write_text(md + f"\nCommand: `{doc['command']}`\n")
     print((BENCH / f"beside-{args.name}.md").read_text())
 
 
