@@ -23,8 +23,6 @@ from hollowscale.run.children import Children
 from hollowscale.scenario import Scenario
 from kubecore.watch import list_all
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 class NodeOwnershipError(RuntimeError):
     """Nodes with the scenario's names exist and are not hollow nodes."""

@@ -39,7 +39,7 @@ from hollowscale.run.progress import Progress
 from hollowscale.run.resources import ResourceSampler
 from hollowscale.run.summary import RunFacts, assemble, iso
 from hollowscale.scenario import Scenario
-from kubecore.config import KubeEndpoint, load_endpoint
+from kubecore.config import KubeEndpoint, flatten_kubeconfig, load_endpoint
 from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
 from kubecore.watch import session_for
 
@@ -153,8 +153,6 @@ class Runner:
         """One kubeconfig file for the agents and Locust (a $KUBECONFIG list is flattened into the run folder)."""
         if len(path.split(os.pathsep)) == 1:
             return Path(path)
-        from kubecore.config import flatten_kubeconfig
-
         out = self.run_dir / "kubeconfig"
         flatten_kubeconfig(path, out)
         return out

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,45 +61,48 @@ def run(scenario: Path, out: Path, env: dict[str, str] | None = None) -> tuple[i
     return r.returncode, summary, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-def kubectl(cluster: ClusterInfo, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    from hollowscale.cluster.binaries import binaries
+@pytest.fixture
+def k(kubectl: list[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the session's kubectl (conftest's ``kubectl`` argv) and capture its output."""
 
-    return subprocess.run([str(binaries().kubectl), f"--kubeconfig={cluster.kubeconfig}", *args],
-                          capture_output=True, text=True, check=check, timeout=60)
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*kubectl, *args], capture_output=True, text=True, check=check, timeout=60)
+
+    return run
 
 
-def test_existing_namespace_is_left_as_it_was(cluster: ClusterInfo, tmp_path: Path) -> None:
+def test_existing_namespace_is_left_as_it_was(cluster: ClusterInfo, k: Callable[..., Any], tmp_path: Path) -> None:
     ns = "team-preexisting"
-    kubectl(cluster, "create", "namespace", ns)
-    kubectl(cluster, "-n", ns, "create", "configmap", "keep-me", "--from-literal=a=1")
+    k("create", "namespace", ns)
+    k("-n", ns, "create", "configmap", "keep-me", "--from-literal=a=1")
     manifest = tmp_path / "theirs.yaml"  # a suspended Job: it stays exactly as created
     manifest.write_text(yaml.safe_dump({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "theirs", "namespace": ns},
         "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
             {"name": "c", "image": "registry.local/none:1"}]}}}}))
-    kubectl(cluster, "create", "-f", str(manifest))
-    before = json.loads(kubectl(cluster, "get", "namespace", ns, "-o", "json").stdout)["metadata"]
+    k("create", "-f", str(manifest))
+    before = json.loads(k("get", "namespace", ns, "-o", "json").stdout)["metadata"]
     code, summary, log = run(tiny_scenario(tmp_path, "keepns", ns, str(cluster.kubeconfig)), tmp_path / "out")
     assert summary["complete"], (summary.get("incomplete_reason"), log)
     assert summary["measurements"]["jobs"]["submitted"] == 8 and summary["measurements"]["jobs"]["unfinished"] == 0
     assert summary["cluster"]["namespace"] == {"name": ns, "created_by_run": False}
     assert code == 0, log
-    after = json.loads(kubectl(cluster, "get", "namespace", ns, "-o", "json").stdout)
+    after = json.loads(k("get", "namespace", ns, "-o", "json").stdout)
     assert after["metadata"]["uid"] == before["uid"] and after["status"]["phase"] == "Active"
     assert after["metadata"].get("labels") == before.get("labels")  # not relabelled either
-    assert kubectl(cluster, "-n", ns, "get", "configmap", "keep-me").returncode == 0
-    assert kubectl(cluster, "-n", ns, "get", "job", "theirs").returncode == 0
+    assert k("-n", ns, "get", "configmap", "keep-me").returncode == 0
+    assert k("-n", ns, "get", "job", "theirs").returncode == 0
     deadline = time.monotonic() + 60  # the run's own Jobs go (background deletion)
     while time.monotonic() < deadline:
-        left = kubectl(cluster, "-n", ns, "get", "jobs", "-l", "hollowscale.io/run", "-o", "name").stdout.split()
+        left = k("-n", ns, "get", "jobs", "-l", "hollowscale.io/run", "-o", "name").stdout.split()
         if not left:
             break
         time.sleep(1)
     assert left == []
-    kubectl(cluster, "delete", "namespace", ns, "--wait=false")
+    k("delete", "namespace", ns, "--wait=false")
 
 
-def test_same_scenario_back_to_back(cluster: ClusterInfo, tmp_path: Path) -> None:
+def test_same_scenario_back_to_back(cluster: ClusterInfo, k: Callable[..., Any], tmp_path: Path) -> None:
     scen = tiny_scenario(tmp_path, "twice", "back-to-back", str(cluster.kubeconfig))
     results = []
     for i in range(2):
@@ -110,7 +114,7 @@ def test_same_scenario_back_to_back(cluster: ClusterInfo, tmp_path: Path) -> Non
     assert results[0][1]["submitted"] == results[0][1]["completed"] == 8
 
 
-def test_load_refused_wholesale_stops_early_as_incomplete(cluster: ClusterInfo, tmp_path: Path) -> None:
+def test_load_refused_wholesale_stops_early_as_incomplete(cluster: ClusterInfo, k: Callable[..., Any], tmp_path: Path) -> None:
     scen = tiny_scenario(tmp_path, "refused", "all-refused", str(cluster.kubeconfig),
                          workloads=[{"name": "evals", "kind": "Pod", "run_duration": "2s",
                                      "priority_class": "no-such-priority-class",
@@ -126,11 +130,11 @@ def test_load_refused_wholesale_stops_early_as_incomplete(cluster: ClusterInfo, 
     assert time.monotonic() - t0 < 55 + 60  # well before the 60 s curve plus a settle would end
 
 
-def test_kubeconfig_list_with_an_exec_plugin_user(cluster: ClusterInfo, tmp_path: Path) -> None:
+def test_kubeconfig_list_with_an_exec_plugin_user(cluster: ClusterInfo, k: Callable[..., Any], tmp_path: Path) -> None:
     """$KUBECONFIG names two files; the context's user runs an exec plugin that mints SA tokens."""
-    kubectl(cluster, "create", "namespace", "exec-auth")
-    kubectl(cluster, "-n", "exec-auth", "create", "serviceaccount", "runner")
-    kubectl(cluster, "create", "clusterrolebinding", "exec-auth-runner", "--clusterrole=cluster-admin",
+    k("create", "namespace", "exec-auth")
+    k("-n", "exec-auth", "create", "serviceaccount", "runner")
+    k("create", "clusterrolebinding", "exec-auth-runner", "--clusterrole=cluster-admin",
             "--serviceaccount=exec-auth:runner")
     try:
         calls = tmp_path / "plugin-calls"
@@ -170,5 +174,5 @@ print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exe
         flat = yaml.safe_load(((tmp_path / "out" / "latest").resolve() / "kubeconfig").read_text())
         assert "exec" in flat["users"][0]["user"] and "token" not in flat["users"][0]["user"]
     finally:
-        kubectl(cluster, "delete", "clusterrolebinding", "exec-auth-runner", check=False)
-        kubectl(cluster, "delete", "namespace", "exec-auth", "--wait=false", check=False)
+        k("delete", "clusterrolebinding", "exec-auth-runner", check=False)
+        k("delete", "namespace", "exec-auth", "--wait=false", check=False)
