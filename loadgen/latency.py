@@ -53,13 +53,24 @@ class LatencyWatcher:
         return True
 
     def _live(self, path: str) -> Iterator[tuple[dict[str, Any], str, str, float, float]]:
-        """Listed and watched objects of ``path`` that still exist: (object, uid, workload/role, first seen, now)."""
+        """Watched objects of ``path`` that still exist: (object, uid, workload/role, first seen, now).
+
+        Objects of a LIST count only if the watch saw them before (a relist after a 410 or an apiserver
+        restart brings what changed meanwhile); deleted ones are forgotten, so memory stays bounded and
+        a relist never fires an event twice (each is marked once per uid).
+        """
         s = session_for(self.endpoint, 1)
         for typ, obj, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector):
-            if typ == SYNC or typ == "DELETED":
-                continue
             meta = obj.get("metadata") or {}
             uid = meta.get("uid", "")
+            if typ == "DELETED":  # a real one or a relist's metadata-only one: the object is gone
+                self.first_seen.pop(uid, None)
+                self.done.pop(uid, None)
+                continue
+            if typ == SYNC and uid not in self.first_seen:
+                # listed without having been seen created (the first LIST, or created while the watch
+                # was down): no first-seen time to measure from.  A known object in a relist is news.
+                continue
             labels = meta.get("labels") or {}
             name = f"{labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
             yield obj, uid, name, self.first_seen.setdefault(uid, t), t

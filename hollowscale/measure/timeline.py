@@ -9,6 +9,10 @@ time it saw each transition:
 * workload objects (Jobs, and bare Pods, which are their own workload object): ``created``,
   ``finished`` with ``Complete``/``Failed``.
 
+Records are keyed by uid and a transition is recorded once, so the SYNC events of a relist (after a
+410 or an apiserver restart) change nothing already known; the metadata-only DELETED events a relist
+synthesises for objects deleted meanwhile set ``deleted`` only (see :func:`kubecore.watch.list_then_watch`).
+
 The collector also measures itself: events/s handled, and the lag between a chunk arriving and its
 events being applied (``apply_lag_ms``), so the benchmark can show it keeps up.
 """
@@ -103,6 +107,8 @@ class Timeline:
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
         rec = self.pods.get(uid)
+        if rec is None and typ == "DELETED":  # never seen (e.g. a relist's synthetic DELETED, metadata only)
+            return
         if rec is None:
             labels = meta.get("labels") or {}
             owners = meta.get("ownerReferences") or []
@@ -147,6 +153,8 @@ class Timeline:
         if not uid:
             return
         rec = self.jobs.get(uid)
+        if rec is None and typ == "DELETED":  # never seen: nothing to record
+            return
         if rec is None:
             labels = meta.get("labels") or {}
             spec = job.get("spec") or {}
