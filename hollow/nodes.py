@@ -72,6 +72,8 @@ class NodeManager:
         self._status = TimerLoop[str](clock, self._fire_status)
         self._tasks: set[asyncio.Task[None]] = set()
         self._reregistering: set[str] = set()
+        #: name -> uid of the nodes registered when the node watch's current LIST was sent
+        self._uids_at_list: dict[str, str] = {}
         self.stopping = False
         metrics.nodes_managed.set(len(self.nodes))
 
@@ -176,12 +178,22 @@ class NodeManager:
                         state.needs_ready = True
                 return
 
+    def on_list_start(self) -> None:
+        """The node watch sends a LIST: remember which nodes were registered (with which uid) before it."""
+        self._uids_at_list = {name: s.uid for name, s in self.nodes.items() if s.uid}
+
     def on_relisted(self, uids: set[str]) -> None:
-        """Register again the nodes deleted while the watch was down."""
+        """Register again the nodes deleted while the watch was down.
+
+        Only nodes registered before the LIST was sent count: one registered while it was in flight
+        (at startup, or re-registered after a deletion) may be missing from it without being gone.
+        """
         if self.stopping:
             return
+        before = self._uids_at_list
         for name, state in self.nodes.items():
-            if state.uid and state.uid not in uids and name not in self._reregistering:
+            if (state.uid and state.uid not in uids and before.get(name) == state.uid
+                    and name not in self._reregistering):
                 self.reregister(name)
 
     async def _refresh(self, name: str) -> None:

@@ -32,7 +32,12 @@ class WatchHandler(Protocol):
         ...
 
     def on_relisted(self, uids: set[str]) -> None:
-        """A full LIST finished; objects whose uid is not in ``uids`` no longer exist."""
+        """A full LIST finished; objects whose uid is not in ``uids`` no longer exist.
+
+        A handler may also define ``on_list_start()`` (optional, no arguments), called before the
+        LIST is sent: what it learns from elsewhere after that moment may be missing from ``uids``
+        without having been deleted.
+        """
         ...
 
 
@@ -74,6 +79,9 @@ class Watcher:
         """LIST all pages, feed ADDED events and on_relisted; returns the list's resourceVersion."""
         seen: set[str] = set()
         cont = ""
+        started = getattr(self.handler, "on_list_start", None)
+        if started is not None:
+            started()
         while True:
             params = {"limit": str(self.settings.page_size), **self.selectors}
             if cont:
@@ -94,7 +102,10 @@ class Watcher:
             cont = meta.get("continue") or ""
             if not cont:
                 self.handler.on_relisted(seen)
-                return str(meta.get("resourceVersion", ""))
+                rv = meta.get("resourceVersion")
+                if not rv:
+                    raise _WatchFailed("list without a resourceVersion")
+                return str(rv)
 
     async def _watch(self, rv: str) -> str | None:
         """Stream events from ``rv``; returns the resume version, or None when a relist is needed."""
@@ -133,21 +144,27 @@ class Watcher:
         return rv
 
     async def run(self) -> None:
-        """List and watch until cancelled; never returns on its own."""
-        rv: str | None = None
+        """List and watch until cancelled; never returns on its own.
+
+        The resume point is :attr:`resource_version`: after a dropped stream, a timeout or an error the
+        watch resumes from the last version it saw (events and bookmarks), so nothing is missed and
+        nothing replayed; only 410 Gone (or no version at all) lists again.  Set it before ``run`` to
+        start watching from a known version without listing.
+        """
         while True:
             try:
-                if rv is None:
-                    rv = await self._list()
-                    self.resource_version = rv
+                if self.resource_version is None:
+                    self.resource_version = await self._list()
                     self.synced.set()
-                rv = await self._watch(rv)
+                self.resource_version = await self._watch(self.resource_version)
                 continue
             except asyncio.CancelledError:
                 raise
-            except (_WatchFailed, aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError) as exc:
+            except (_WatchFailed, aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+                # ValueError: orjson.JSONDecodeError (a line cut short by a dying connection)
                 self.metrics.watch_restarts.labels(self.resource, "error").inc()
-                log.warning("%s watch: %s; retrying", self.resource, exc)
+                log.warning("%s watch: %s; retrying from %s", self.resource, exc,
+                            self.resource_version or "a new LIST")
             self._failures += 1
             await asyncio.sleep(backoff_delay(self._failures, self.settings.backoff_base_s,
                                               self.settings.backoff_cap_s))
