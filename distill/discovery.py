@@ -132,7 +132,10 @@ class EndpointSliceTeachers:
     """Follows ``kubernetes.io/service-name=<service>`` EndpointSlices with list+watch.
 
     Uses the official client (low volume: one list, then a watch with bookmarks); resumes
-    from the last resourceVersion and relists on 410 Gone; backs off on errors.
+    from the last resourceVersion (after a timeout, a dropped connection, an apiserver stall or
+    restart) and relists on 410 Gone, replacing the known slices, so deletions missed meanwhile are
+    seen; backs off on errors.  Every call has a client-side timeout (a LIST 60 s, a silent watch
+    ``watch_timeout_s`` + 30 s), so a stalled apiserver never blocks the thread for good.
     """
 
     def __init__(self, settings: EndpointSliceSettings) -> None:
@@ -192,7 +195,8 @@ class EndpointSliceTeachers:
                 if api is None:
                     api = self._api()
                 if rv is None:
-                    lst = api.list_namespaced_endpoint_slice(s.namespace, label_selector=selector)
+                    lst = api.list_namespaced_endpoint_slice(s.namespace, label_selector=selector,
+                                                             _request_timeout=(10, 60))
                     self._slices = {i.metadata.name: i for i in lst.items}
                     rv = lst.metadata.resource_version
                     self._publish(on_change)
@@ -204,6 +208,9 @@ class EndpointSliceTeachers:
                     resource_version=rv,
                     allow_watch_bookmarks=True,
                     timeout_seconds=s.watch_timeout_s,
+                    # a silent stream past the server-side timeout is a dead connection (or a stalled
+                    # apiserver): give up on it and resume, never block for good
+                    _request_timeout=(10, s.watch_timeout_s + 30),
                 ):
                     if self._stop.is_set():
                         break
@@ -227,10 +234,9 @@ class EndpointSliceTeachers:
                 log.warning("EndpointSlice watch error %s; retrying in %.1fs", e.status, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
-            except Exception as e:  # network errors etc.: keep the last known set, retry
+            except Exception as e:  # network errors etc.: keep the last known set, resume from rv
                 if self._stop.is_set():
                     break
                 log.warning("EndpointSlice watch failed (%s); retrying in %.1fs", e, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
-                rv = None

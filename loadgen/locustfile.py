@@ -151,7 +151,10 @@ class JobSubmitter(FastHttpUser):
 
     concurrency = 1
     insecure = False
+    #: seconds a create may wait for its answer (a stalled apiserver costs each user at most this, then
+    #: the create fails as "no response" and the user goes on at its pace; nothing waits for ever)
     network_timeout = 30.0
+    #: seconds to open a connection (a stopped apiserver's kernel still accepts: network_timeout bounds the rest)
     connection_timeout = 10.0
     #: per-request headers (set from the endpoint when the spec is loaded)
     headers: Callable[[], dict[str, str]] = staticmethod(lambda: HEADERS)
@@ -188,7 +191,11 @@ class JobSubmitter(FastHttpUser):
                                   name=f"create {sub.kind} {sub.workload}/{sub.role}",
                                   catch_response=True) as resp:
                 if resp.status_code != 201:
-                    resp.failure(f"HTTP {resp.status_code}: {(resp.text or '')[:200]}")
+                    if not resp.status_code:  # no answer: timeout or connection error (a stalled apiserver)
+                        err = getattr(resp, "error", None)
+                        resp.failure(f"no response: {err.__class__.__name__}: {err}" if err else "no response")
+                    else:
+                        resp.failure(f"HTTP {resp.status_code}: {(resp.text or '')[:200]}")
                     break  # the instance is incomplete: do not create its other roles
 
 
