@@ -5,6 +5,12 @@ as local processes on 127.0.0.1 (what KWOK calls the "binary runtime").
 so that ``down`` can always stop exactly what was started, even after a crash or Ctrl-C half-way.
 A component that exits at start fails ``up`` with a one-line reason and the path of its log, and
 every process started so far is stopped before the error is raised.
+
+Every component runs under the cluster's supervisor (:mod:`hollowscale.cluster.supervisor`), which
+restarts one that exits later with the kubelet's crash-loop backoff, as a real control plane's static
+pods are restarted; ``status`` shows restarts and the last reason, ``down`` stops the supervisor
+first.  The apiserver writes a narrow audit log (creates of pods, bindings and Jobs) so a run can
+count what the apiserver itself accepted, across restarts of any component.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import json
 import os
 import shutil
 import ssl
-import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,14 +34,29 @@ import yaml
 from hollowscale.cluster.binaries import Binaries, binaries
 from hollowscale.cluster.pki import ClusterPKI, create_pki
 from hollowscale.cluster.profiles import Profile, get_profile
+from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
+from hollowscale.cluster.supervisor import read_events as read_supervisor_events
+from hollowscale.cluster.supervisor import request as supervisor_request
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
 from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
 from kubecore.procs import record as process_record
 from kubecore.tls import client_ssl_context
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
+REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SERVICE_CIDR = "10.0.0.0/24"
+#: the apiserver's audit policy: only what a run counts (creates of pods, bindings and Jobs), metadata only
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [
+        {"level": "Metadata", "verbs": ["create"],
+         "resources": [{"group": "", "resources": ["pods", "pods/binding"]}, {"group": "batch", "resources": ["jobs"]}]},
+        {"level": "None"},
+    ],
+}
 ProgressFn = Callable[[str], None]
 
 
@@ -85,12 +106,21 @@ class ClusterInfo:
 
 @dataclass
 class ComponentStatus:
-    """One component as ``cluster status`` reports it."""
+    """One component as ``cluster status`` reports it.
+
+    Attributes:
+        state: ``running``, ``backoff`` (exited, restart pending), ``stalled``, ``stopped``, ``exited``.
+        restarts: how many times the supervisor started it again.
+        last_reason: the last exit (code or signal) and the log line that best says why.
+    """
 
     name: str
     pid: int
     alive: bool
     log: Path
+    state: str = "running"
+    restarts: int = 0
+    last_reason: str = ""
 
 
 @dataclass
@@ -133,6 +163,16 @@ class LocalCluster:
 
     def log_path(self, component: str) -> Path:
         return self.dir / "logs" / f"{component}.log"
+
+    @property
+    def audit_log_path(self) -> Path:
+        """The apiserver's audit log (appended to by every apiserver process of this cluster)."""
+        return self.dir / "logs" / "audit.log"
+
+    def _audit_policy(self) -> Path:
+        path = self.dir / "audit-policy.yaml"
+        path.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        return path
 
     # ----------------------------------------------------------------- state
     def _load_state(self) -> _State | None:
@@ -180,7 +220,8 @@ class LocalCluster:
                 "scheduler": f"https://127.0.0.1:{ports['kube-scheduler']}/metrics",
                 "etcd": f"http://127.0.0.1:{ports['etcd-metrics']}/metrics",
             },
-            pids={p["name"]: p["pid"] for p in state.processes},
+            pids={**{p["name"]: p["pid"] for p in state.processes},
+                  **{n: c.pid for n, c in component_states(self.dir).items()}},
             client_qps=profile.client_qps(),
             flags=state.flags,
             ports=dict(ports),
@@ -189,11 +230,38 @@ class LocalCluster:
         )
 
     def status(self) -> list[ComponentStatus]:
-        """Each recorded component with whether it is alive (empty when nothing was started)."""
+        """The supervisor and each component, with state and restarts (empty when nothing was started)."""
         state = self._load_state()
         if state is None:
             return []
-        return [ComponentStatus(r.name, r.pid, r.alive(), self.log_path(r.name)) for r in self._records(state)]
+        out = [ComponentStatus(r.name, r.pid, r.alive(), self.log_path(r.name),
+                               state="running" if r.alive() else "exited") for r in self._records(state)]
+        for name, c in component_states(self.dir).items():
+            alive = c.record().alive()
+            shown = c.state if alive or c.state in ("backoff", "stopped") else "exited"
+            out.append(ComponentStatus(name, c.pid, alive, self.log_path(name), state=shown, restarts=c.restarts,
+                                       last_reason=c.last_reason))
+        return out
+
+    def supervisor_alive(self) -> bool:
+        """True while the supervisor of this cluster runs (components are restarted only then)."""
+        state = self._load_state()
+        return state is not None and any(r.name == "supervisor" and r.alive() for r in self._records(state))
+
+    def components(self) -> dict[str, ComponentState]:
+        """The supervised components as the supervisor last wrote them."""
+        return component_states(self.dir)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The supervisor's event log: starts, exits (code, reason, log tail), restarts, stalls, kills."""
+        return read_supervisor_events(self.dir)
+
+    def fault(self, action: str, component: str, duration_s: float = 0.0) -> dict[str, Any]:
+        """Stall (SIGSTOP for ``duration_s``), kill (SIGKILL, restarted with backoff) or restart a component.
+
+        Returns the supervisor's acknowledgement event.
+        """
+        return supervisor_request(self.dir, action, component, duration_s)
 
     # ----------------------------------------------------------------- up
     def up(self, progress: ProgressFn | None = None, timeout_s: float = 120.0) -> ClusterInfo:
@@ -206,7 +274,7 @@ class LocalCluster:
         existing = self._load_state()
         if existing is not None:
             statuses = self.status()
-            dead = [s.name for s in statuses if not s.alive]
+            dead = [s.name for s in statuses if not s.alive and s.state != "backoff"]
             if existing.complete and not dead:
                 say(f"cluster already running in {self.dir} (profile {existing.profile}); reusing it")
                 return self._info(existing, reused=True)
@@ -242,23 +310,29 @@ class LocalCluster:
         say("generating certificates")
         pki = create_pki(self.dir / "pki")
         self._write_kubeconfigs(pki, ports["kube-apiserver"])
-        procs: dict[str, subprocess.Popen[bytes]] = {}
+        # the supervisor imports hollowscale: make the checkout importable whether or not it is installed
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        supervisor = spawn([sys.executable, "-m", "hollowscale.cluster.supervisor", str(self.dir)],
+                           self.log_path("supervisor"), cwd=self.dir, env={"PYTHONPATH": path})
+        state.processes.append(asdict(process_record("supervisor", supervisor)))
+        self._save_state(state)
 
         def launch(name: str, argv: list[str]) -> None:
-            proc = spawn(argv, self.log_path(name), cwd=self.dir)
-            record = process_record(name, proc)
-            procs[name] = proc
-            state.processes.append(asdict(record))
+            add_component(self.dir, ComponentSpec(name, argv, str(self.log_path(name)), str(self.dir)))
             state.flags[name] = argv
             self._save_state(state)
 
         def wait_for(what: str, check: Callable[[], bool]) -> None:
             say(f"waiting for {what}")
             while True:
-                for name, proc in procs.items():
-                    if proc.poll() is not None:
+                if supervisor.poll() is not None:
+                    raise ClusterError(f"the cluster supervisor exited at start (code {supervisor.returncode}): "
+                                       f"{failure_reason(self.log_path('supervisor'))} -- log: "
+                                       f"{self.log_path('supervisor')}")
+                for name, comp in component_states(self.dir).items():
+                    if comp.last_exit_code is not None:
                         raise ClusterError(
-                            f"{name} exited at start (code {proc.returncode}): "
+                            f"{name} exited at start (code {comp.last_exit_code}): "
                             f"{failure_reason(self.log_path(name))} -- log: {self.log_path(name)}"
                         )
                 if check():
@@ -291,16 +365,22 @@ class LocalCluster:
 
     # ----------------------------------------------------------------- down
     def down(self, grace_s: float = 10.0) -> list[str]:
-        """Stop every process this dir recorded (reverse start order, by pid) and remove the dir.
+        """Stop the supervisor first (it stops its components, newest first, also one in backoff),
+        then anything recorded that still runs (by pid and start time), and remove the dir.
 
         Returns the names of the components that were still running.
         """
         state = self._load_state() if self.dir.exists() else None
         stopped: list[str] = []
         if state is not None:
+            comps = component_states(self.dir)
+            stopped = [n for n, c in comps.items() if c.record().alive()]
+            stopped += [r.name for r in self._records(state) if r.name != "supervisor" and r.alive()]
             for record in reversed(self._records(state)):
-                if stop(record, grace_s):
-                    stopped.append(record.name)
+                # the supervisor stops its components itself, each with its own grace period
+                stop(record, grace_s * (len(comps) + 2) if record.name == "supervisor" else grace_s)
+            for comp in reversed(list(component_states(self.dir).values())):
+                stop(comp.record(), grace_s)  # only what a killed supervisor left behind
         if self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return stopped
@@ -350,6 +430,9 @@ class LocalCluster:
             # Loopback addresses are not valid Endpoints, so the `kubernetes` Service gets none:
             # nothing in this cluster reaches the apiserver through it (clients use the kubeconfig).
             "--endpoint-reconciler-type=none",
+            f"--audit-policy-file={self._audit_policy()}",
+            f"--audit-log-path={self.audit_log_path}",
+            "--audit-log-format=json",
             f"--cert-dir={self.dir / 'pki' / 'apiserver-generated'}",
             *self.profile.apiserver_flags,
         ]
