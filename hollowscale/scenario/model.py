@@ -28,7 +28,11 @@ from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, Workloads, WorkloadSp
 
 BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
-FAULT_TYPES = ("heartbeat-loss", "pod-failures")
+AGENT_FAULTS = ("heartbeat-loss", "pod-failures")
+COMPONENT_FAULTS = ("component-stall", "component-kill", "component-restart")
+FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS
+#: what a control-plane fault may target (the local cluster's supervised components)
+FAULT_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SLO_OPS = ("<=", ">=", "<", ">")
 
 #: Leaves of ``measurements`` an SLO may name: prefix -> allowed leaves.
@@ -44,6 +48,8 @@ SLO_METRICS: dict[str, tuple[str, ...]] = {
     "crosscheck": ("diff_pct",),
     "api_latency_ms": ("p50", "p99"),  # api_latency_ms.<VERB>.p99
     "api_latency_slo_ms": ("p50", "p99"),  # api_latency_slo_ms.<mutating|read_object|read_list>.p99
+    "fault_recovery_s": ("max", "p50", "unrecovered"),
+    "integrity": ("jobs_lost", "pods_lost", "bindings_lost", "double_counted"),
 }
 _API_GROUPS = ("mutating", "read_object", "read_list")
 
@@ -145,14 +151,53 @@ PositiveSeconds = Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.001
 
 
 class FaultSpec(Spec):
-    """A fault injected through the agents' fault endpoints ``at_s`` seconds after the load starts."""
+    """A fault injected ``at_s`` seconds after the load starts.
+
+    Agent faults go through the hollow agents' fault endpoints: ``heartbeat-loss`` (a ``fraction`` of
+    the nodes stop renewing leases for ``duration_s``) and ``pod-failures`` (a ``fraction`` of running
+    pods fail with ``exit_code``).  Control-plane faults go through the local cluster's supervisor and
+    name a ``component``: ``component-stall`` (SIGSTOP for ``duration_s``, then SIGCONT: an overloaded
+    or paused process as its clients see it), ``component-kill`` (SIGKILL; restarted after the
+    crash-loop backoff) and ``component-restart`` (SIGTERM, started again at once, same data dir).
+    """
 
     type: one_of(*FAULT_TYPES)  # type: ignore[valid-type]
     at_s: Seconds
-    fraction: number(0, 1, lo_open=True)  # type: ignore[valid-type]
-    duration_s: PositiveSeconds
+    fraction: number(0, 1, lo_open=True) | None = None  # type: ignore[valid-type]
+    duration_s: PositiveSeconds | None = None
+    component: one_of(*FAULT_COMPONENTS) | None = None  # type: ignore[valid-type]
     seed: StrictInt = 1
     exit_code: number(0, 255, integer=True) = 137  # type: ignore[valid-type]
+
+    @property
+    def on_control_plane(self) -> bool:
+        return self.type in COMPONENT_FAULTS
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> FaultSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+
+        def need(name: str, what: str) -> None:
+            if getattr(self, name) is None:
+                problems.append(((name,), f"is required for a {self.type} fault ({what})"))
+
+        def refuse(name: str) -> None:
+            if getattr(self, name) is not None:
+                problems.append(((name,), f"does not apply to a {self.type} fault; remove it"))
+
+        if self.on_control_plane:
+            need("component", f"one of {', '.join(FAULT_COMPONENTS)}")
+            refuse("fraction")
+            if self.type == "component-stall":
+                need("duration_s", "how long the component stays stopped")
+            else:
+                refuse("duration_s")
+        else:
+            need("fraction", "the share of nodes or pods it hits, in (0, 1]")
+            need("duration_s", "how long it lasts")
+            refuse("component")
+        raise_problems("fault", problems)
+        return self
 
 
 class MeasurementSpec(Spec):
@@ -237,6 +282,10 @@ class ScenarioFile(Spec):
             if f.at_s >= duration:
                 problems.append((("faults", i, "at_s"), f"expected a time within the load (< {duration:g}s), "
                                                         f"got {f.at_s:g}s"))
+            if f.on_control_plane and self.cluster.backend != "local":
+                problems.append((("faults", i, "type"), f"{f.type} needs the local cluster (cluster.backend: "
+                                                        f"local), not {self.cluster.backend!r}: hollowscale "
+                                                        "supervises only the components it started"))
         if self.timeout_s is not None and self.timeout_s < duration:
             problems.append((("timeout_s",), f"expected at least the load duration ({duration:g}s), "
                                              f"got {self.timeout_s:g}s"))
