@@ -258,15 +258,24 @@ class PromQueries:
                 "queries": {"attempts_by_result": q_att, **{f"attempt_duration_ms.{k}": v for k, v in q_lat.items()}}}
 
     def bindings(self, start: float, end: float) -> dict[str, Any]:
-        """Pods bound between ``start`` and ``end``: the scheduler's counter at both ends (no extrapolation)."""
-        # the labelled counter only exists after the first binding: while the scheduler is scraped
-        # and the series is absent, the count is 0 (and no value at all when it is not scraped)
-        q = ('sum(scheduler_schedule_attempts_total{result="scheduled"}) '
-             'or on() (0 * max(up{job="scheduler"} == 1))')
-        a = self.scalar(q, start, "binding counter at window start")
-        b = self.scalar(q, end, "binding counter at window end")
-        count = None if a is None or b is None else b - a
-        return {"query": q, "start": start, "end": end, "counter_start": a, "counter_end": b, "bound": count}
+        """Pods bound between ``start`` and ``end`` by the scheduler's own counter, read from its raw
+        samples so that a restarted scheduler (its counter starts again at 0) is summed, not subtracted."""
+        selector = 'scheduler_schedule_attempts_total{result="scheduled"}'
+        lookback = max(1, math.ceil(end - start)) + 300
+        q = f"{selector}[{lookback}s]"
+        res = self.instant(q, end, "binding counter raw samples")
+        up = self.scalar('max(up{job="scheduler"})', end, "scheduler scraped")
+        if not res:
+            # the labelled counter only exists after the first binding: while the scheduler is scraped
+            # and the series is absent, the count is 0 (and no value at all when it is not scraped)
+            count: float | None = 0.0 if up is not None else None
+            return {"query": q, "start": start, "end": end, "bound": count, "resets": 0}
+        total, resets = 0.0, 0
+        for series in res:
+            inc, n = counter_increase([(float(t), float(v)) for t, v in series.get("values") or []], start)
+            total += inc
+            resets += n
+        return {"query": q, "start": start, "end": end, "bound": total, "resets": resets}
 
     def components(self, start: float, end: float) -> dict[str, Any]:
         w = f"{max(1, math.ceil(end - start))}s"
@@ -291,3 +300,27 @@ class PromQueries:
         res = self.range(qb, start, end, step_s, "binding rate over time")
         out["binding_rate"] = [[round(float(t) - start, 3), _num(v)] for t, v in res[0]["values"]] if res else []
         return out
+
+
+def counter_increase(samples: list[tuple[float, float]], start: float) -> tuple[float, int]:
+    """How much a counter grew after ``start`` from its raw samples, and how many resets it had.
+
+    A sample lower than the one before is a new process counting from 0 (its whole value is new); a
+    series whose first sample comes after ``start`` began inside the window.  Increments a killed
+    process made after its last scrape are not in any sample (the report's audit cross-check has them).
+    """
+    prev: float | None = None
+    total, resets = 0.0, 0
+    for t, v in samples:
+        if t <= start:
+            prev = v
+            continue
+        if prev is None:
+            total += v
+        elif v >= prev:
+            total += v - prev
+        else:
+            total += v
+            resets += 1
+        prev = v
+    return total, resets

@@ -39,8 +39,59 @@ def _pairs(values: list[Any], t: list[float]) -> tuple[list[float], list[float]]
     return xs, ys
 
 
-def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(id, title, source, svg) for each plot."""
+def fault_marks(summary: dict[str, Any]) -> list[tuple[float, float, str]]:
+    """(start s, duration s, label) of each fault, relative to the load start."""
+    marks = []
+    for f in summary.get("faults") or []:
+        rec = f.get("recovery") or {}
+        at = f.get("at_s")
+        if at is None:
+            continue
+        label = f"{f.get('type')}{' ' + f['component'] if f.get('component') else ''}"
+        if rec.get("recovery_s") is not None:
+            label += f" (back in {rec['recovery_s']:g}s)"
+        marks.append((float(at), float(f.get("duration_s") or 0.0), label))
+    return marks
+
+
+def control_plane_plot(cp: dict[str, Any], horizon: float) -> str | None:
+    """Lanes per component: down (exit -> start) in red, stalled in orange; leader changes; API outages."""
+    events = cp.get("events") or []
+    changes = cp.get("leader_changes") or []
+    outages = cp.get("apiserver_outages") or []
+    if not (any(e.get("event") in ("exited", "stalled") for e in events) or outages or len(changes) > 2):
+        return None
+    lanes = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+    fig, ax = plt.subplots(figsize=(7, 2.2))
+    for i, name in enumerate(lanes):
+        down_at = None
+        for e in (e for e in events if e.get("component") == name):
+            if e.get("event") == "exited":
+                down_at = e["at_s"]
+            elif e.get("event") == "started" and down_at is not None:
+                ax.broken_barh([(down_at, max(e["at_s"] - down_at, 0.3))], (i - 0.35, 0.7), color="C3")
+                down_at = None
+            elif e.get("event") == "stalled":
+                ax.broken_barh([(e["at_s"], max(float(e.get("duration_s") or 0), 0.3))], (i - 0.35, 0.7), color="C1")
+        if down_at is not None:
+            ax.broken_barh([(down_at, max(horizon - down_at, 0.3))], (i - 0.35, 0.7), color="C3")
+    for o in outages:
+        ax.broken_barh([(o["at_s"], o.get("duration_s") or max(horizon - o["at_s"], 0.3))], (len(lanes) - 0.35, 0.7),
+                       color="0.6")
+    seen: set[str] = set()
+    for c in changes:
+        if c["lease"] in seen:  # the first sighting is not a change
+            lane = lanes.index(c["lease"]) if c["lease"] in lanes else 0
+            ax.plot([c["at_s"]], [lane], marker="*", color="k", markersize=9)
+        seen.add(c["lease"])
+    ax.set_yticks(range(len(lanes) + 1), [*lanes, "API unreachable"])
+    ax.set_xlabel("s since load start (red: down, orange: stalled, *: new leader)")
+    return _svg(fig)
+
+
+def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict[str, Any],
+          marks: list[tuple[float, float, str]] | None = None) -> list[tuple[str, str, str, str]]:
+    """(id, title, source, svg) for each plot; ``marks`` (faults) are drawn on the throughput plot."""
     out = []
     t = series.get("t_s") or []
 
@@ -61,6 +112,12 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
         br = [(a, b) for a, b in prom["binding_rate"] if b is not None]
         if br:
             ax.plot([a for a, _ in br], [b for _, b in br], color="C3", label="Prometheus: binding rate (10 s)")
+    for k, (at, dur, label) in enumerate(marks or []):
+        if dur > 0:
+            ax.axvspan(at, at + dur, color="C1", alpha=0.25, label="fault" if k == 0 else None)
+        else:
+            ax.axvline(at, color="C1", linestyle="--", label="fault" if k == 0 else None)
+        ax.annotate(label, (at, 1.0), xycoords=("data", "axes fraction"), fontsize=6, rotation=90, va="top")
     ax.set_xlabel("s since load start")
     ax.set_ylabel("pods/s")
     ax.legend(loc="upper left")
@@ -141,6 +198,54 @@ def _v(v: Any) -> str:
     return html.escape(str(v))
 
 
+def control_plane_tables(summary: dict[str, Any]) -> list[str]:
+    """Faults with their recovery, component restarts, leader changes and the integrity check."""
+    m = summary.get("measurements") or {}
+    cp = summary.get("control_plane") or {}
+    parts: list[str] = []
+    faults = summary.get("faults") or []
+    if faults:
+        parts.append("<h2>Faults and recovery</h2>")
+        rows = []
+        for f in faults:
+            rec = f.get("recovery") or {}
+            rows.append([html.escape(str(f.get("type"))), html.escape(str(f.get("component") or f.get("fraction") or "")),
+                         _v(f.get("at_s")), _v(f.get("duration_s")), _v(rec.get("level_before_pods_per_s")),
+                         _v(rec.get("dip_at_s")),
+                         ("<span class='fail'>not recovered</span> " if rec.get("recovered") is False else "")
+                         + _v(rec.get("recovery_s")), html.escape(str(rec.get("note") or ""))])
+        parts.append(_table(["fault", "target", "at s", "duration s", "bindings/s before", "dip after s",
+                             "recovery s", "note"], rows))
+        parts.append(f"<p>{html.escape(str((summary.get('sources') or {}).get('fault_recovery_s', '')))}</p>")
+    ev = [e for e in cp.get("events") or [] if e.get("event") not in ("started",) or e.get("why") != "cluster up"]
+    if ev or cp.get("agent_restarts"):
+        parts.append("<h2>Control plane: restarts, stalls, leaders</h2>")
+        parts.append(_table(["at s", "component", "event", "detail"], [
+            [_v(e.get("at_s")), html.escape(str(e.get("component"))), html.escape(str(e.get("event"))),
+             html.escape(str(e.get("reason") or e.get("exit") or e.get("why") or e.get("duration_s") or ""))]
+            for e in ev] + [[_v(e.get("at_s")), f"agent-{e.get('shard')}", html.escape(str(e.get("event"))),
+                             html.escape(str(e.get("exit") or e.get("pid") or ""))] for e in cp.get("agent_restarts") or []]))
+    if len(cp.get("leader_changes") or []) > 0:
+        parts.append(_table(["at s", "lease", "holder", "transitions"], [
+            [_v(c.get("at_s")), html.escape(c["lease"]), html.escape(c["holder"] or "(none)"), _v(c.get("transitions"))]
+            for c in cp["leader_changes"]]))
+    integ = m.get("integrity") or {}
+    if integ:
+        parts.append("<h2>Integrity: nothing lost, nothing counted twice</h2>")
+        b = integ.get("bindings") or {}
+        parts.append(_table(["what", "apiserver (audit log)", "timeline", "lost", "counted twice"], [
+            ["jobs created", _v((integ.get("jobs") or {}).get("apiserver_created")), _v((integ.get("jobs") or {}).get("timeline")),
+             _v(integ.get("jobs_lost")), ""],
+            ["pods created", _v((integ.get("pods") or {}).get("apiserver_created")), _v((integ.get("pods") or {}).get("timeline")),
+             _v(integ.get("pods_lost")), ""],
+            ["pods bound", _v(b.get("apiserver_bound")), _v(b.get("timeline_scheduled")), _v(integ.get("bindings_lost")),
+             _v(integ.get("double_counted"))],
+        ]))
+        parts.append(f"<p><b>{html.escape(str(integ.get('verdict')))}</b>; creates by user: "
+                     f"{html.escape(json.dumps(integ.get('load_creates') or {}))}</p>")
+    return parts
+
+
 def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[str, Any] | None) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
@@ -160,8 +265,15 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
          html.escape(s.get("description", "") + (" - " + s["note"] if s.get("note") else ""))]
         for s in summary.get("slos") or []]))
     parts.append("<h2>Plots</h2>")
-    for pid, title, source, svg in plots(series, prom_series, m.get("api_latency_ms") or {}):
+    for pid, title, source, svg in plots(series, prom_series, m.get("api_latency_ms") or {}, fault_marks(summary)):
         parts.append(f"<figure class='plot' id='{pid}'><figcaption><b>{html.escape(title)}</b> - source: {source}</figcaption>{svg}</figure>")
+    cp = summary.get("control_plane") or {}
+    horizon = float(summary.get("duration_s") or 0.0)
+    cp_svg = control_plane_plot(cp, horizon)
+    if cp_svg:
+        parts.append("<figure class='plot' id='plot-control-plane'><figcaption><b>Control plane over time</b> - source: "
+                     f"supervisor events, {html.escape(str(cp.get('source', '')))}</figcaption>{cp_svg}</figure>")
+    parts += control_plane_tables(summary)
     sources = summary.get("sources") or {}
     rows = []
     for key in ("pod_startup_latency_ms", "pod_scheduling_latency_ms", "job_completion_time_s", "gpu_queue_wait_s"):

@@ -13,6 +13,33 @@ def fmt(v: Any, nd: int = 1) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def control_plane_lines(summary: dict[str, Any]) -> list[str]:
+    """Faults with recovery times, component restarts, leader handovers, the integrity verdict."""
+    m = summary.get("measurements") or {}
+    cp = summary.get("control_plane") or {}
+    lines: list[str] = []
+    faults = summary.get("faults") or []
+    if faults:
+        lines += ["", "## Faults and recovery", "", "| fault | target | at s | bindings/s before | recovery s |",
+                  "|---|---|---|---|---|"]
+        for f in faults:
+            rec = f.get("recovery") or {}
+            back = fmt(rec.get("recovery_s")) + (" (**not recovered**)" if rec.get("recovered") is False else "")
+            lines.append(f"| {f.get('type')} | {f.get('component') or f.get('fraction')} | {fmt(f.get('at_s'))} | "
+                         f"{fmt(rec.get('level_before_pods_per_s'), 2)} | {back} |")
+    if cp.get("restarts") or cp.get("handovers") or cp.get("agent_restarts"):
+        lines += ["", f"- component restarts: {cp.get('restarts') or {}}; leader handovers: {cp.get('handovers') or {}}; "
+                      f"agent restarts: {len([e for e in cp.get('agent_restarts') or [] if e.get('event') == 'started'])}"]
+        for o in cp.get("apiserver_outages") or []:
+            lines.append(f"- apiserver unreachable at {fmt(o.get('at_s'))} s for {fmt(o.get('duration_s'))} s")
+    integ = m.get("integrity") or {}
+    if integ:
+        lines.append(f"- integrity (audit log vs timeline): {integ.get('verdict')}; jobs lost {integ.get('jobs_lost')}, "
+                     f"pods lost {integ.get('pods_lost')}, bindings lost {integ.get('bindings_lost')}, "
+                     f"double counted {integ.get('double_counted')}")
+    return lines
+
+
 def render(summary: dict[str, Any]) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
@@ -62,6 +89,7 @@ def render(summary: dict[str, Any]) -> str:
     cc = m.get("crosscheck") or {}
     if cc:
         lines.append(f"- cross-check watch vs Prometheus bindings: {cc.get('verdict', 'n/a')}")
+    lines += control_plane_lines(summary)
     api = m.get("api_latency_ms") or {}
     if api:
         lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "", "| verb | requests | p50 ms | p99 ms |",
