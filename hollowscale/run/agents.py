@@ -5,6 +5,10 @@ binds its control port itself (``--metrics-port 0``) and announces it, so no por
 and raced for.  Before any agent starts, the cluster is checked for nodes that carry the scenario's
 node names but were not registered by a hollow agent: an agent would adopt such a node and delete
 it at the end, and a run never deletes what it did not create.
+
+An agent shard that exits during a run is started again with the kubelet's crash-loop backoff (the
+agent is restart-safe: it adopts the nodes and pods it finds), on the same control port so
+Prometheus keeps scraping it; each restart is recorded for the report.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import requests
 import yaml
 
 from hollow.nodebody import NODE_LABEL
 from hollow.process import AgentProcess, start_agent
+from hollowscale.cluster.supervisor import BackoffPolicy, exit_text
 from hollowscale.run.children import Children
 from hollowscale.scenario import Scenario
 from kubecore.watch import list_all
@@ -66,6 +72,12 @@ class Agents:
         self.run_dir = run_dir
         self.children = children
         self.procs: list[AgentProcess] = []
+        self.args: list[list[str]] = []
+        self.policy = BackoffPolicy.from_env()
+        self.restarts: list[dict[str, Any]] = []
+        self._crashes: dict[int, int] = {}
+        self._due: dict[int, float] = {}
+        self._started_at: dict[int, float] = {}
 
     @property
     def ports(self) -> list[int]:
@@ -89,17 +101,45 @@ class Agents:
         pools_file.write_text(yaml.safe_dump(self.sc.pools_doc(), sort_keys=False))
         n = self.sc.agents.shards
         for i in range(n):
-            args = ["--shard", f"{i}/{n}", "--metrics-port", "0", "--metrics-host", "127.0.0.1"]
+            args = ["--shard", f"{i}/{n}", "--metrics-host", "127.0.0.1"]
             if self.sc.agents.delete_nodes_on_exit:
                 args.append("--delete-nodes-on-exit")
             args += list(self.sc.agents.args)
-            agent = start_agent(self.kubeconfig, pools_file, self.run_dir / "logs" / f"agent-{i}.log", *args,
-                                python=sys.executable, timeout_s=timeout_s)
-            self.procs.append(agent)
-            self.children.adopt(f"agent-{i}", [sys.executable, "-m", "hollow", "run", *args], agent.log_path, agent.proc)
+            self.args.append(args)
+            self.procs.append(self._start_shard(i, 0, timeout_s))
+
+    def _start_shard(self, i: int, port: int, timeout_s: float = 60.0) -> AgentProcess:
+        args = [*self.args[i], "--metrics-port", str(port)]
+        agent = start_agent(self.kubeconfig, self.run_dir / "pools.yaml", self.run_dir / "logs" / f"agent-{i}.log",
+                            *args, python=sys.executable, timeout_s=timeout_s)
+        self.children.adopt(f"agent-{i}", [sys.executable, "-m", "hollow", "run", *args], agent.log_path, agent.proc)
+        self._started_at[i] = time.time()
+        return agent
+
+    def supervise(self, log: Callable[[str], None]) -> None:
+        """Start again, after the crash-loop backoff, every shard that exited (same control port)."""
+        now = time.time()
+        for i, a in enumerate(self.procs):
+            code = a.proc.poll()
+            if code is None:
+                continue
+            if i not in self._due:
+                ran = now - self._started_at.get(i, now)
+                self._crashes[i] = 1 if ran >= self.policy.reset_after_s else self._crashes.get(i, 0) + 1
+                delay = self.policy.delay(self._crashes[i])
+                self._due[i] = now + delay
+                self.restarts.append({"t": round(now, 3), "shard": i, "event": "exited", "exit": exit_text(code),
+                                      "ran_s": round(ran, 3), "restart_in_s": delay, "log": str(a.log_path)})
+                log(f"hollow agent agent-{i} exited ({exit_text(code)}); restarting in {delay:g}s")
+            elif now >= self._due[i]:
+                del self._due[i]
+                self.procs[i] = self._start_shard(i, a.port)
+                self.restarts.append({"t": round(time.time(), 3), "shard": i, "event": "started",
+                                      "pid": self.procs[i].proc.pid, "port": a.port})
+                log(f"hollow agent agent-{i} started again (pid {self.procs[i].proc.pid}, port {a.port})")
 
     def dead(self) -> str | None:
-        """Why an agent is no longer running, or None when all are."""
+        """Why an agent is no longer running, or None when all are (before the load: a failed start)."""
         for i, a in enumerate(self.procs):
             if a.proc.poll() is not None:
                 return f"hollow agent agent-{i} exited with {a.proc.returncode} (log: {a.log_path})"

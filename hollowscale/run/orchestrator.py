@@ -6,14 +6,18 @@ Phases (each timed into ``summary.json`` ``timings``):
 2. agents: one hollow agent per shard with the scenario's pools; Prometheus scrapes the control plane
    and the agents; the timeline collector starts watching;
 3. barrier: wait until every node of the pools is Ready;
-4. load: Locust headless with the scenario's arrival curve; faults fire at their times;
+4. load: Locust headless with the scenario's arrival curve; faults fire at their times (agent faults
+   through the agents' endpoints, control-plane faults through the local cluster's supervisor);
 5. settle: wait for submitted workload objects to finish (or the settle/scenario timeout);
 6. gather: timeline figures, PromQL figures, the cross-check, Locust's stats; write the report;
 7. teardown: stop Locust, agents (they delete their nodes), Prometheus, the namespace, and the cluster
    if this run started it.
 
-Ctrl-C (SIGINT), SIGTERM or a crashing component jump to gather + teardown: the report is written,
-marked incomplete, and no child process is left behind.
+Ctrl-C (SIGINT), SIGTERM or a crashing harness process jump to gather + teardown: the report is
+written, marked incomplete, and no child process is left behind.  A control-plane component that
+exits is not a crash of the run: the cluster's supervisor restarts it (as the kubelet restarts a static
+pod), and a hollow agent shard that exits is started again the same way; both are recorded and the
+report says how long scheduling took to recover.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 import requests
 
+from hollowscale.measure.leaders import LeaderWatch
 from hollowscale.measure.prom import PrometheusServer, Target, targets_from_metrics
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.report import finalize, update_latest, write_report
@@ -94,6 +99,8 @@ class Runner:
         self.t_load_end: float | None = None
         self.t_end: float | None = None
         self.faults_log: list[dict[str, Any]] = []
+        self.leaders: LeaderWatch | None = None
+        self.tolerate_failures_until = 0.0  # monotonic: creates may fail while a control-plane fault lasts
         self.fault_timers: list[threading.Timer] = []
         self.incomplete_reason: str | None = None
         self.errors: list[str] = []
@@ -107,15 +114,17 @@ class Runner:
         self.progress.set_phase(name)
 
     def _check_alive(self) -> None:
-        dead = self.agents.dead() if self.agents is not None else None
-        if dead:
-            raise ComponentCrashed(dead)
+        if self.agents is not None:
+            if self.t_load_start is None:  # before the load an agent that dies is a failed start
+                dead = self.agents.dead()
+                if dead:
+                    raise ComponentCrashed(dead)
+            else:
+                self.agents.supervise(self.progress.log)
         if self.prom is not None and self.prom.proc is not None and self.prom.proc.poll() is not None:
             raise ComponentCrashed(f"prometheus exited with {self.prom.proc.returncode}")
-        if self.cluster_info is not None and self.local is not None:
-            gone = [s.name for s in self.local.status() if not s.alive]
-            if gone:
-                raise ComponentCrashed(f"control-plane component(s) died: {', '.join(gone)}")
+        if self.cluster_info is not None and self.local is not None and not self.local.supervisor_alive():
+            raise ComponentCrashed(f"the local cluster's supervisor exited (log: {self.local.log_path('supervisor')})")
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -194,8 +203,11 @@ class Runner:
 
     def _fire_fault(self, index: int) -> None:
         f = self.sc.faults[index]
+        if f.on_control_plane:
+            self._fire_component_fault(index)
+            return
         entry: dict[str, Any] = {"type": f.type, "at_s": f.at_s, "fraction": f.fraction, "duration_s": f.duration_s,
-                                 "fired_at": iso(time.time()), "responses": []}
+                                 "fired_at": iso(time.time()), "t": time.time(), "responses": []}
         body = {"fraction": f.fraction, "duration_s": f.duration_s, "seed": f.seed}
         if f.type == "pod-failures":
             body["exit_code"] = f.exit_code
@@ -209,6 +221,29 @@ class Runner:
                 entry["responses"].append({"port": port, "error": str(exc)})
         self.faults_log.append(entry)
         self.progress.log(f"fault {f.type} fired: {entry['responses']}")
+
+    def _fire_component_fault(self, index: int) -> None:
+        """Stall, kill or restart a control-plane component through the cluster's supervisor."""
+        f = self.sc.faults[index]
+        action = f.type.removeprefix("component-")
+        now = time.time()
+        entry: dict[str, Any] = {"type": f.type, "at_s": f.at_s, "component": f.component,
+                                 "duration_s": f.duration_s, "fired_at": iso(now), "t": now}
+        # creates fail while the control plane is down: that is the fault, not a load that fails wholesale
+        self.tolerate_failures_until = max(self.tolerate_failures_until,
+                                           time.monotonic() + (f.duration_s or 0.0) + 120.0)
+        try:
+            assert self.local is not None and f.component is not None
+            ack = self.local.fault(action, f.component, f.duration_s or 0.0)
+            entry["ack"] = ack
+            entry["pid"] = ack.get("pid")
+            if ack.get("event") == "request-refused":
+                self.errors.append(f"fault {f.type} {f.component} refused by the supervisor: {ack.get('why')}")
+        except (AssertionError, ValueError, TimeoutError) as exc:
+            entry["error"] = str(exc)
+            self.errors.append(f"fault {f.type} {f.component} not injected: {exc}")
+        self.faults_log.append(entry)
+        self.progress.log(f"fault {f.type} {f.component} fired: {entry.get('ack', entry.get('error'))}")
 
     def _load(self) -> None:
         spec = self.run_dir / "loadspec.json"
@@ -236,6 +271,8 @@ class Runner:
             self._sleep(1.0)
             self._progress_tick()
             failed = watch.poll()
+            if failed and time.monotonic() < self.tolerate_failures_until:
+                failed = None
             if failed:
                 self.locust.stop(grace_s=10, sig=signal.SIGINT)
                 self.t_load_end = time.time()
@@ -290,6 +327,10 @@ class Runner:
             incomplete_reason=self.incomplete_reason, errors=self.errors, cluster_info=self.cluster_info,
             server=self.endpoint.server if self.endpoint else None, nodes_ready=self.nodes_ready,
             agent_ports=self.agents.ports if self.agents else [], locust_processes=self.locust_processes,
+            agent_restarts=self.agents.restarts if self.agents else [],
+            leaders=self.leaders.report(self.t_load_start or self.t_start) if self.leaders else None,
+            component_events=self.local.events() if self.local is not None and self.cluster_info is not None else [],
+            audit_log=self.local.audit_log_path if self.local is not None and self.cluster_info is not None else None,
             faults=self.faults_log, timings=self.timings,
             namespace={"name": self.namespace.name, "created_by_run": self.namespace.created} if self.namespace
             else None,
@@ -307,6 +348,8 @@ class Runner:
             self.locust.stop(grace_s=10, sig=signal.SIGINT)
         if self.collector is not None:
             self.collector.stop(timeout_s=8)
+        if self.leaders is not None:
+            self.leaders.stop()
         if self.agents is not None:  # SIGTERM: each agent deletes its nodes (--delete-nodes-on-exit)
             self.agents.stop(grace_s=90)
         if self.prom is not None:
@@ -344,6 +387,8 @@ class Runner:
                 self._phase("agents")
                 self.collector = TimelineCollector(self.endpoint, self.sc.cluster.namespace, self.run_id)
                 self.collector.start()
+                self.leaders = LeaderWatch(self.endpoint)
+                self.leaders.start()
                 self._start_agents()
                 self._start_prometheus()
                 self._phase("ready-barrier")

@@ -16,7 +16,9 @@ from typing import Any
 
 from hollowscale import __version__
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
+from hollowscale.measure.integrity import integrity, read_audit
 from hollowscale.measure.prom import PromQueries
+from hollowscale.measure.recovery import RecoverySettings, fault_recovery, recovery_figures
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.run.resources import SOURCE as HARNESS_SOURCE
 from hollowscale.scenario import Scenario
@@ -107,6 +109,44 @@ class RunFacts:
     prometheus_url: str | None = None
     prometheus_targets: dict[str, str] = field(default_factory=dict)
     harness: dict[str, Any] = field(default_factory=dict)
+    agent_restarts: list[dict[str, Any]] = field(default_factory=list)
+    leaders: dict[str, Any] | None = None
+    component_events: list[dict[str, Any]] = field(default_factory=list)
+    audit_log: Path | None = None
+
+
+RECOVERY_SOURCE = ("timeline: per fault, the binding rate over the 30 s before it (the level); the first 5 s "
+                   "window at or after the fault below 90% of the level (the dip, looked for up to 60 s after "
+                   "the fault ends); recovery_s = start of the first 5 s window after the dip back at >= 90% "
+                   "(windows slide by 0.5 s; 0 when the rate never dipped)")
+
+
+def control_plane_section(f: RunFacts, t0: float) -> dict[str, Any]:
+    """``summary.control_plane``: component starts/exits/restarts/stalls, leader changes, agent restarts."""
+    window = [e for e in f.component_events if f.t_start - 1 <= e.get("t", 0) <= f.t_end + 1]
+    restarts: dict[str, int] = {}
+    for e in window:
+        if e.get("event") == "started" and e.get("why") != "cluster up":
+            restarts[e["component"]] = restarts.get(e["component"], 0) + 1
+    events = [dict({k: v for k, v in e.items() if k != "log_tail"}, at_s=round(e["t"] - t0, 3)) for e in window]
+    last_reason = {e["component"]: e.get("reason") or e.get("exit") for e in window if e.get("event") == "exited"}
+    return {"supervised": bool(f.cluster_info is not None), "restarts": restarts, "last_exit": last_reason,
+            "events": events, "agent_restarts": [dict(e, at_s=round(e["t"] - t0, 3)) for e in f.agent_restarts],
+            **(f.leaders or {})}
+
+
+def fault_recoveries(f: RunFacts, bound_ms: list[float], t0: float) -> list[dict[str, Any]]:
+    """Each fault of the run with its recovery figures (see :mod:`hollowscale.measure.recovery`)."""
+    out = []
+    for entry in f.faults:
+        t = entry.get("t")
+        if t is None:
+            continue
+        end = t + (entry.get("duration_s") or 0.0)
+        rec = fault_recovery(bound_ms, t * 1000.0, end * 1000.0, t0 * 1000.0, f.t_end * 1000.0, RecoverySettings())
+        entry["recovery"] = rec
+        out.append(dict(rec, type=entry.get("type"), component=entry.get("component"), at_s=round(t - t0, 3)))
+    return out
 
 
 def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
@@ -151,6 +191,7 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                        "locust_processes": f.locust_processes,
                        "locust": locust_stats(f.run_dir, f.t_load_start, f.t_load_end)}
     summary["faults"] = f.faults
+    summary["control_plane"] = control_plane_section(f, t0)
     summary["timings"] = f.timings
     sources: dict[str, Any] = dict(TIMELINE_SOURCES)
     series: dict[str, Any] = {}
@@ -162,6 +203,19 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                                    sc.measurements.sample_interval_s)
         measurements.update(tm["measurements"])
         series = tm["series"]
+        bound_ms = [p.scheduled_ms for p in pods if p.scheduled_ms is not None]
+        if f.faults:
+            per_fault = fault_recoveries(f, bound_ms, t0)
+            measurements["fault_recovery_s"] = dict(recovery_figures(per_fault), by_fault=per_fault)
+            sources["fault_recovery_s"] = RECOVERY_SOURCE
+        if f.audit_log is not None and f.namespace is not None:
+            audit = read_audit(f.audit_log, f.namespace["name"], f.t_start, f.t_end + 5)
+            creates = summary["load"]["locust"]["by_type"].get("POST", {})
+            ok = creates.get("requests", 0) - creates.get("failures", 0) if creates else None
+            measurements["integrity"] = integrity(audit, pods, jobs, ok)
+            sources["integrity"] = ("the apiserver's audit log (creates of Jobs, pods and pods/binding answered 201 in "
+                                    "the run's namespace, every apiserver process of the run) against the watch "
+                                    "timeline's records")
         st = f.collector.timeline.stats
         summary["collector"] = {"events": st.events, "restarts": st.restarts[:20], "restart_count": len(st.restarts),
                                 "max_apply_lag_ms": round(st.max_apply_lag_ms, 3),
