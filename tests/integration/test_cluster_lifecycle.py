@@ -104,7 +104,9 @@ def test_apiserver_and_etcd_restart_keep_the_data(tmp_path: Path) -> None:
                 raise AssertionError(f"{component} did not come back with the data: {local.components()[component]}")
         restarted = [e for e in local.events() if e["event"] == "started" and e["why"].startswith("restart requested")]
         assert [e["component"] for e in restarted] == ["etcd", "kube-apiserver"]
-        assert all(c.consecutive_crashes == 0 for c in local.components().values())
+        # a requested restart is not a crash (the scheduler and controller-manager may have lost their
+        # leases meanwhile and been restarted after a backoff: that is theirs)
+        assert all(local.components()[c].consecutive_crashes == 0 for c in ("etcd", "kube-apiserver"))
     finally:
         local.down()
 
