@@ -1,13 +1,31 @@
 """Watch-based timeline of every pod and workload object of a run, with client-side ms timestamps.
 
-Two watches (pods; jobs), filtered by the run's ``hollowscale.io/run`` label, each in its own thread.
+Watches of pods and Jobs filtered by the run's ``hollowscale.io/run`` label, each in its own thread:
+one namespace (a watch per resource on it), or several (one cluster-wide watch per resource with the
+label selector, see :class:`TimelineCollector`).
 Each event is stamped with the time the collector received it (epoch ms); a record keeps the first
 time it saw each transition:
 
 * pods: ``created`` (first seen), ``scheduled`` (``spec.nodeName`` set), ``running`` (phase Running or
   later), ``finished`` (Succeeded/Failed), ``deleted``.
 * workload objects (Jobs, and bare Pods, which are their own workload object): ``created``,
-  ``finished`` with ``Complete``/``Failed``.
+  ``finished`` with ``Complete``/``Failed``, ``deleted``.
+
+Batch scheduling adds, read from the same events (one pass over a few labels and conditions per event):
+
+* pods: ``namespace`` (the tenant), ``gang`` (label ``hollowscale.io/gang``, the PodGroup's name),
+  ``gang_min`` (annotation ``hollowscale.io/gang-min``), ``priority_class`` (``spec.priorityClassName``),
+  ``queue`` (label ``kueue.x-k8s.io/queue-name`` when the Job template carries it), ``ready_ms`` (first
+  event with condition Ready=True), ``disrupted_ms``/``disruption_reason`` (first event with condition
+  DisruptionTarget=True: preemption by the scheduler, eviction, Kueue).
+* Jobs: the same labels (``queue`` from the Job's own label), ``suspended_at_create``, ``admitted_ms``
+  (first event where a Job created suspended has ``spec.suspend`` false: Kueue admitted it; None for
+  Jobs created unsuspended, admitted at creation), ``suspend_flips_ms`` (every later change of
+  ``spec.suspend``, so queued intervals can be rebuilt), ``admissions`` (changes to unsuspended),
+  ``evictions`` (changes back to suspended: Kueue evicts by suspending), ``pods_expected``.
+
+Timestamps are the collector's receive times of the first event showing a transition; a transition
+that happened and was undone between two events the collector saw (e.g. during a relist) is not seen.
 
 Records are keyed by uid and a transition is recorded once, so the SYNC events of a relist (after a
 410 or an apiserver restart) change nothing already known; the metadata-only DELETED events a relist
@@ -22,6 +40,7 @@ from __future__ import annotations
 import csv
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -30,6 +49,13 @@ from kubecore.config import KubeEndpoint
 from kubecore.quantity import parse_quantity
 from kubecore.watch import SYNC, list_then_watch, now_ms, session_for
 from loadgen.workloads import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
+
+#: the PodGroup a pod (or a Job's pods) belongs to, and the gang's minimum member count (annotation)
+LABEL_GANG = "hollowscale.io/gang"
+ANN_GANG_MIN = "hollowscale.io/gang-min"
+#: Kueue's LocalQueue label on a queued Job, and its workload priority class label
+LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
+LABEL_KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass
@@ -51,6 +77,14 @@ class PodRecord:
     node: str = ""
     phase: str = "Pending"
     exit_code: int | None = None
+    namespace: str = ""
+    gang: str = ""  # label hollowscale.io/gang (PodGroup name); "" when not gang-scheduled
+    gang_min: int | None = None  # annotation hollowscale.io/gang-min
+    priority_class: str = ""  # spec.priorityClassName
+    queue: str = ""  # label kueue.x-k8s.io/queue-name, when the Job template carries it
+    ready_ms: float | None = None  # first event with condition Ready=True
+    disrupted_ms: float | None = None  # first event with condition DisruptionTarget=True
+    disruption_reason: str = ""  # that condition's reason (PreemptionByScheduler, EvictionByEvictionAPI, ...)
 
 
 @dataclass
@@ -66,6 +100,19 @@ class JobRecord:
     created_ms: float
     finished_ms: float | None = None
     outcome: str = ""  # Complete | Failed | ""
+    namespace: str = ""
+    queue: str = ""  # label kueue.x-k8s.io/queue-name ("" for Jobs that bypass Kueue)
+    gang: str = ""
+    gang_min: int | None = None
+    priority_class: str = ""  # template spec.priorityClassName, else label kueue.x-k8s.io/priority-class
+    suspended_at_create: bool = False  # spec.suspend at the first event seen
+    admitted_ms: float | None = None  # first event with spec.suspend false, for Jobs created suspended
+    admissions: int = 0  # changes of spec.suspend to false (first admission and re-admissions)
+    evictions: int = 0  # changes of spec.suspend back to true (Kueue evicts by suspending)
+    suspend_flips_ms: list[float] = field(default_factory=list)  # the times of both kinds of change, in order
+    suspended: bool = False  # spec.suspend at the last event seen
+    pods_expected: int = 1  # pods running at once when admitted: min(parallelism, completions); 1 for a bare pod
+    deleted_ms: float | None = None
 
 
 @dataclass
@@ -87,6 +134,29 @@ def _gpus(pod_spec: dict[str, Any]) -> float:
         if v:
             total += float(parse_quantity(v))
     return total
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _condition_true(conditions: list[dict[str, Any]], typ: str) -> dict[str, Any] | None:
+    for c in conditions:
+        if c.get("type") == typ and c.get("status") == "True":
+            return c
+    return None
+
+
+def _csv_cell(v: Any) -> Any:
+    """None -> empty; a list of times -> ``;``-joined."""
+    if v is None:
+        return ""
+    if isinstance(v, list):
+        return ";".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
+    return v
 
 
 class Timeline:
@@ -113,16 +183,23 @@ class Timeline:
             labels = meta.get("labels") or {}
             owners = meta.get("ownerReferences") or []
             owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
+            ann = meta.get("annotations") or {}
             rec = PodRecord(
                 uid=uid, name=meta.get("name", ""), workload=labels.get(LABEL_WORKLOAD, ""),
                 role=labels.get(LABEL_ROLE, ""), instance=labels.get(LABEL_INSTANCE, ""),
                 owner_kind=owner.get("kind", ""), owner_uid=owner.get("uid", ""), gpus=_gpus(spec),
                 created_ms=t, server_created=meta.get("creationTimestamp", ""),
+                namespace=meta.get("namespace", ""), gang=labels.get(LABEL_GANG, ""),
+                gang_min=_int_or_none(ann.get(ANN_GANG_MIN)),
+                priority_class=spec.get("priorityClassName") or labels.get(LABEL_KUEUE_PRIORITY, ""),
+                queue=labels.get(LABEL_QUEUE, ""),
             )
             self.pods[uid] = rec
             if not owners:  # a bare pod is its own workload object
-                self.jobs.setdefault(uid, JobRecord(uid, rec.name, "Pod", rec.workload, rec.role, rec.instance,
-                                                    rec.gpus, 1, t))
+                self.jobs.setdefault(uid, JobRecord(
+                    uid, rec.name, "Pod", rec.workload, rec.role, rec.instance, rec.gpus, 1, t,
+                    namespace=rec.namespace, queue=rec.queue, gang=rec.gang, gang_min=rec.gang_min,
+                    priority_class=rec.priority_class))
         node = spec.get("nodeName")
         if node and rec.scheduled_ms is None:
             rec.scheduled_ms = t
@@ -143,8 +220,20 @@ class Timeline:
             if job is not None and job.finished_ms is None:
                 job.finished_ms = t
                 job.outcome = "Complete" if phase == "Succeeded" else "Failed"
+        if (rec.ready_ms is None or rec.disrupted_ms is None) and status.get("conditions"):
+            conds = status["conditions"]
+            if rec.ready_ms is None and _condition_true(conds, "Ready") is not None:
+                rec.ready_ms = t
+            if rec.disrupted_ms is None:
+                dt = _condition_true(conds, "DisruptionTarget")
+                if dt is not None:
+                    rec.disrupted_ms = t
+                    rec.disruption_reason = dt.get("reason", "")
         if typ == "DELETED" and rec.deleted_ms is None:
             rec.deleted_ms = t
+            job = self.jobs.get(uid)
+            if job is not None and job.deleted_ms is None:
+                job.deleted_ms = t
 
     # ---- jobs
     def apply_job(self, typ: str, job: dict[str, Any], t: float) -> None:
@@ -155,14 +244,42 @@ class Timeline:
         rec = self.jobs.get(uid)
         if rec is None and typ == "DELETED":  # never seen: nothing to record
             return
+        spec = job.get("spec")
         if rec is None:
             labels = meta.get("labels") or {}
-            spec = job.get("spec") or {}
-            tmpl = ((spec.get("template") or {}).get("spec")) or {}
+            spec = spec or {}
+            template = spec.get("template") or {}
+            tmpl = template.get("spec") or {}
+            tmeta = template.get("metadata") or {}
+            tlabels = tmeta.get("labels") or {}
+            tann = tmeta.get("annotations") or {}
+            ann = meta.get("annotations") or {}
+            parallelism = int(spec.get("parallelism") or 1)
+            completions = spec.get("completions")
+            suspended = bool(spec.get("suspend"))
             rec = JobRecord(uid, meta.get("name", ""), "Job", labels.get(LABEL_WORKLOAD, ""),
                             labels.get(LABEL_ROLE, ""), labels.get(LABEL_INSTANCE, ""), _gpus(tmpl),
-                            int(spec.get("parallelism") or 1), t)
+                            parallelism, t,
+                            namespace=meta.get("namespace", ""), queue=labels.get(LABEL_QUEUE, ""),
+                            gang=labels.get(LABEL_GANG) or tlabels.get(LABEL_GANG, ""),
+                            gang_min=_int_or_none(ann.get(ANN_GANG_MIN) or tann.get(ANN_GANG_MIN)),
+                            priority_class=tmpl.get("priorityClassName") or labels.get(LABEL_KUEUE_PRIORITY, ""),
+                            suspended_at_create=suspended, suspended=suspended,
+                            pods_expected=min(parallelism, int(completions)) if completions is not None else parallelism)
             self.jobs[uid] = rec
+        elif spec is not None:  # a relist's DELETED stub has no spec: it changes nothing here
+            suspended = bool(spec.get("suspend"))
+            if suspended != rec.suspended:
+                rec.suspended = suspended
+                rec.suspend_flips_ms.append(t)
+                if suspended:
+                    rec.evictions += 1
+                else:
+                    rec.admissions += 1
+                    if rec.admitted_ms is None and rec.suspended_at_create:
+                        rec.admitted_ms = t
+        if typ == "DELETED" and rec.deleted_ms is None:
+            rec.deleted_ms = t
         if rec.finished_ms is None:
             for c in (job.get("status") or {}).get("conditions") or []:
                 if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
@@ -197,30 +314,58 @@ class Timeline:
                 cols = [f.name for f in fields(cls)]
                 w.writerow(cols)
                 for r in rows:
-                    w.writerow([getattr(r, c) if getattr(r, c) is not None else "" for c in cols])
+                    w.writerow([_csv_cell(getattr(r, c)) for c in cols])
             out.append(path)
         return out
 
 
 class TimelineCollector:
-    """Runs the two watches in threads and feeds a :class:`Timeline`."""
+    """Runs the pod and Job watches in threads and feeds a :class:`Timeline`.
 
-    def __init__(self, endpoint: KubeEndpoint, namespace: str, run_id: str, timeline: Timeline | None = None):
+    ``namespace`` is one namespace (str), several (a sequence: the run's tenants), or None (every
+    namespace).  How it watches (``cluster_wide``):
+
+    * one namespace (the default for a str): a watch per resource on
+      ``/api/v1/namespaces/<ns>/pods`` and ``/apis/batch/v1/namespaces/<ns>/jobs``, as before;
+    * several or None (the default for a sequence or None): ONE watch per resource on the cluster-wide
+      collection with the run's label selector (``/api/v1/pods?labelSelector=hollowscale.io/run=<id>``).
+      The run label is on every object of the run, so nothing is missed, and the apiserver answers from
+      its watch cache (it filters by label for each pod event of the cluster, which in a scale-test
+      cluster are nearly all the run's), where N namespaces would cost N x 2 threads, connections and
+      LISTs.  Objects of namespaces not in the list are skipped (a set lookup), so both modes record
+      the same objects.  Needs cluster-scope list/watch on pods and Jobs; on a cluster where the
+      credentials only reach the run's namespaces, pass ``cluster_wide=False``: one watch per
+      namespace and resource.
+    """
+
+    def __init__(self, endpoint: KubeEndpoint, namespace: str | Sequence[str] | None, run_id: str,
+                 timeline: Timeline | None = None, *, cluster_wide: bool | None = None):
         self.endpoint = endpoint
         self.namespace = namespace
+        self.namespaces: list[str] = [namespace] if isinstance(namespace, str) else list(namespace or [])
+        self.cluster_wide = (len(self.namespaces) != 1) if cluster_wide is None else cluster_wide
+        if not self.cluster_wide and not self.namespaces:
+            raise ValueError("a per-namespace timeline collector needs at least one namespace")
         self.selector = f"{LABEL_RUN}={run_id}"
         self.timeline = timeline or Timeline()
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.started_ms = 0.0
 
+    def watches(self) -> list[tuple[str, str, Any]]:
+        """(thread name, collection path, apply function) of each watch this collector runs."""
+        tl = self.timeline
+        if self.cluster_wide:
+            return [("pods", "/api/v1/pods", tl.apply_pod), ("jobs", "/apis/batch/v1/jobs", tl.apply_job)]
+        out: list[tuple[str, str, Any]] = []
+        for ns in self.namespaces:
+            out.append((f"pods-{ns}", f"/api/v1/namespaces/{ns}/pods", tl.apply_pod))
+            out.append((f"jobs-{ns}", f"/apis/batch/v1/namespaces/{ns}/jobs", tl.apply_job))
+        return out
+
     def start(self) -> None:
         self.started_ms = now_ms()
-        ns = self.namespace
-        for name, path, apply in (
-            ("pods", f"/api/v1/namespaces/{ns}/pods", self.timeline.apply_pod),
-            ("jobs", f"/apis/batch/v1/namespaces/{ns}/jobs", self.timeline.apply_job),
-        ):
+        for name, path, apply in self.watches():
             th = threading.Thread(target=self._run, args=(path, apply), name=f"timeline-{name}", daemon=True)
             th.start()
             self.threads.append(th)
@@ -234,14 +379,17 @@ class TimelineCollector:
             if not why.startswith("watch ended"):
                 st.restarts.append(why)
 
+        only = set(self.namespaces) if self.cluster_wide and self.namespaces else None
         for typ, obj, t in list_then_watch(s, self.endpoint.server, path, self._stop.is_set, self.selector,
                                            on_restart=restarted):
+            if only is not None and (obj.get("metadata") or {}).get("namespace") not in only:
+                continue
             t0 = time.perf_counter()
             with tl.lock:
                 apply(typ, obj, t)
-            st.events += 1
-            if typ == SYNC:
-                st.sync_objects += 1
+                st.events += 1  # under the lock: several watch threads count here
+                if typ == SYNC:
+                    st.sync_objects += 1
             t1 = time.perf_counter()
             st.busy_s += t1 - t0
             lag = now_ms() - t
