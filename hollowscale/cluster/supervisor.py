@@ -266,7 +266,8 @@ class Supervisor:
         ran_s = now - s.started_at
         tail = _log_tail(Path(r.spec.log))
         s.last_exit_code, s.last_exit_at = code, now
-        s.last_reason = f"{exit_text(code)}: {failure_reason(Path(r.spec.log))}"
+        # a signal is its own reason (the last error line in the log predates it); an exit code is not
+        s.last_reason = exit_text(code) if code < 0 else f"{exit_text(code)}: {failure_reason(Path(r.spec.log))}"
         r.proc = None
         if self._stopping:
             s.state = "stopped"
