@@ -80,6 +80,13 @@ from kubecore.schema import (
 from kubecore.yamlfile import MAX_BYTES, load_yaml
 
 WORKLOAD_KINDS = ("Job", "Pod", "Deployment")
+TOPOLOGY_LEVELS = ("rack", "zone")
+TOPOLOGY_MODES = ("prefer", "require")
+#: the node label of each topology level, as hollow's pools write it (hollow.nodebody.RACK_LABEL for racks)
+TOPOLOGY_KEYS: dict[str, str] = {"rack": "hollowscale.io/rack", "zone": "topology.kubernetes.io/zone"}
+#: Volcano names a Job's pods ``<job>-<task>-<index>`` and refuses names over 63 characters; the job name
+#: loadgen gives is at least this long (a 10-hex-digit hash)
+VOLCANO_JOB_NAME_MIN = 10
 CURVES = ("constant", "ramp", "steps", "poisson", "spike")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -147,6 +154,22 @@ def _own_namespace(value: str) -> str:
 Namespace = Annotated[DnsLabel, AfterValidator(_own_namespace)]
 
 
+def _min_members(value: Any) -> int | str:
+    if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f"expected 'all' or a whole number >= 1, got {show(value)}")
+
+
+def _label_value_name(value: str) -> str:
+    if len(value) > 63:
+        raise problem(f"expected at most 63 characters (the name is written as a label value), got {len(value)}")
+    return value
+
+
+#: a Kueue name written as a label value (LocalQueue, WorkloadPriorityClass): a DNS subdomain of <= 63 characters
+KueueName = Annotated[DnsSubdomain, AfterValidator(_label_value_name)]
+
+
 if TYPE_CHECKING:
     WorkloadKind = Literal["Job", "Pod", "Deployment"]
     Curve = Literal["constant", "ramp", "steps", "poisson", "spike"]
@@ -162,6 +185,9 @@ if TYPE_CHECKING:
     Seed = int
     TolerationSeconds = int
     ExitCodes = dict[int, float]
+    MinMembers = int | Literal["all"]
+    TopologyLevel = Literal["rack", "zone"]
+    TopologyMode = Literal["prefer", "require"]
 else:
     WorkloadKind = one_of(*WORKLOAD_KINDS)
     Curve = one_of(*CURVES)
@@ -177,6 +203,9 @@ else:
     Seed = number(integer=True)
     TolerationSeconds = number(0, integer=True)
     ExitCodes = Annotated[dict[int, float], leaf(_exit_codes)]
+    MinMembers = Annotated[int | str, leaf(_min_members)]
+    TopologyLevel = one_of(*TOPOLOGY_LEVELS)
+    TopologyMode = one_of(*TOPOLOGY_MODES)
 
 
 def _g(seconds: float) -> str:
@@ -281,6 +310,40 @@ class RoleSpec(Spec):
         return doc
 
 
+class GangSpec(Spec):
+    """All-or-nothing start of an instance's pods (every role together).
+
+    Attributes:
+        min_members: ``all`` (every pod of every role: the sum of the replicas) or N (at least N of them
+            start together, 1 <= N <= that sum).
+    """
+
+    min_members: MinMembers = "all"
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"min_members": self.min_members}
+
+
+class TopologySpec(Spec):
+    """The instance's pods in one topology domain (rack or zone, by the node labels of :data:`TOPOLOGY_KEYS`).
+
+    Attributes:
+        level: ``rack`` (``hollowscale.io/rack``) or ``zone`` (``topology.kubernetes.io/zone``).
+        mode: ``require`` (all in one domain or not scheduled) or ``prefer`` (a scoring preference).
+    """
+
+    level: TopologyLevel
+    mode: TopologyMode = "require"
+
+    @property
+    def key(self) -> str:
+        """The node label whose value names a domain."""
+        return TOPOLOGY_KEYS[self.level]
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"level": self.level, "mode": self.mode}
+
+
 class WorkloadSpec(Spec):
     """A named template of the load mix; one *instance* submits one object per role.
 
@@ -294,6 +357,11 @@ class WorkloadSpec(Spec):
         exit_codes: exit code -> weight (``hollowscale.io/exit-code``), Job and Pod only.
         backoff_limit: Job ``backoffLimit``.
         roles: pod templates submitted together (e.g. one 8-GPU student beside 1-GPU teachers).
+        gang: the instance's pods start together or not at all (:class:`GangSpec`), or None; Job and Pod only.
+        queued: submitted to the tenant's queue (Kueue LocalQueue, Volcano queue) when the run has one; Job only.
+        kueue_priority_class: Kueue WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``) of a
+            queued Job, or None; ``priority_class`` stays the pods' PriorityClass.
+        topology: keep the instance's pods in one rack or zone (:class:`TopologySpec`), or None.
     """
 
     name: DnsLabel
@@ -305,6 +373,10 @@ class WorkloadSpec(Spec):
     exit_codes: ExitCodes = Field(default_factory=lambda: {0: 1.0})
     backoff_limit: BackoffLimit = 0
     roles: tuple[RoleSpec, ...]
+    gang: GangSpec | None = None
+    queued: bool = False
+    kueue_priority_class: KueueName | None = None
+    topology: TopologySpec | None = None
 
     @model_validator(mode="after")
     def _cross(self) -> WorkloadSpec:
@@ -328,8 +400,33 @@ class WorkloadSpec(Spec):
                 problems.append((("roles", i, "completions"), f"only valid for kind Job, workload kind is {kind}"))
             if finite and role.run_duration is not None and role.run_duration.forever:
                 problems.append((("roles", i, "run_duration"), f"kind {kind} needs a finite run duration"))
+            if self.gang is not None and role.completions is not None and role.completions != role.replicas:
+                problems.append((("roles", i, "completions"), f"a gang runs each pod once: expected completions "
+                                 f"unset or equal to replicas ({role.replicas}), got {role.completions}"))
+        if self.gang is not None:
+            total = self.pods_per_instance()
+            n = self.gang.min_members
+            if kind == "Deployment":
+                problems.append((("gang",), "only kinds Job and Pod can be gang-scheduled (a Deployment replaces "
+                                 "its pods one by one)"))
+            elif isinstance(n, int) and self.roles and n > total:
+                problems.append((("gang", "min_members"), f"expected at most {total} (the instance's pods: the sum "
+                                 f"of the roles' replicas), got {n}"))
+        if self.queued and kind != "Job":
+            problems.append((("queued",), f"only kind Job can be queued (a queue admits suspended Jobs; a {kind} "
+                             "would need Kueue's pod webhook)"))
+        if self.kueue_priority_class is not None and not self.queued:
+            problems.append((("kueue_priority_class",), "only valid with queued: true (Kueue reads it from the "
+                             "Jobs it queues)"))
         raise_problems("WorkloadSpec", problems)
         return self
+
+    def gang_min(self) -> int | None:
+        """The gang's minimum member count (``all`` = every pod of the instance), or None without a gang."""
+        if self.gang is None:
+            return None
+        n = self.gang.min_members
+        return self.pods_per_instance() if n == "all" else int(n)
 
     def pods_per_instance(self) -> int:
         """Pods one instance runs at once (sum of the roles' replicas)."""
@@ -356,6 +453,15 @@ class WorkloadSpec(Spec):
         doc["exit_codes"] = {str(k): v for k, v in self.exit_codes.items()}
         doc["backoff_limit"] = self.backoff_limit
         doc["roles"] = [r.to_doc() for r in self.roles]
+        # batch fields only when given: a spec without them writes exactly what it wrote before they existed
+        if self.gang is not None:
+            doc["gang"] = self.gang.to_doc()
+        if self.queued:
+            doc["queued"] = True
+        if self.kueue_priority_class is not None:
+            doc["kueue_priority_class"] = self.kueue_priority_class
+        if self.topology is not None:
+            doc["topology"] = self.topology.to_doc()
         return doc
 
 
@@ -557,6 +663,33 @@ class ArrivalSpec(Spec):
 # ------------------------------------------------------------------------------------------------ load spec
 
 
+class TenantLoad(Spec):
+    """One tenant of a multi-tenant load: its namespace, its part of the arrivals, its queue.
+
+    Attributes:
+        name: tenant name (a DNS label, unique).
+        namespace: where its instances are created (claimed by the run like the single namespace).
+        share: weight of the arrivals it gets (> 0; each instance goes to a tenant drawn by share).
+        queue: its Kueue LocalQueue (in ``namespace``) or Volcano queue; default ``<name>-queue``.
+    """
+
+    name: DnsLabel
+    namespace: Namespace
+    share: PositiveNumber = 1.0
+    queue: KueueName | None = None
+
+    @property
+    def queue_name(self) -> str:
+        """The queue its queued Jobs are submitted to."""
+        return self.queue if self.queue is not None else f"{self.name}-queue"
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "share": self.share}
+        if self.queue is not None:
+            doc["queue"] = self.queue
+        return doc
+
+
 class LoadSpec(Spec):
     """What Locust needs: where to submit, what, and at which rate.
 
@@ -566,6 +699,13 @@ class LoadSpec(Spec):
         scheduler_name: ``spec.schedulerName`` of every pod.
         workloads: the mix (non-empty, unique names).
         arrival: the arrival curve.
+        tenants: where instances go, each to a tenant drawn by share (:class:`TenantLoad`); none = all to
+            ``namespace``.
+        gang_scheduling: the cluster runs the in-tree gang gates (``scheduling.k8s.io/v1alpha2``): gang
+            workloads get a Workload and a PodGroup per instance.
+        kueue: the cluster runs Kueue: queued Jobs are created suspended with the tenant's LocalQueue label.
+        volcano: the cluster runs Volcano: Job workloads become Volcano Jobs (one per instance, a task per
+            role), gang Pods get a Volcano PodGroup, every pod is scheduled by Volcano.
     """
 
     name: DnsLabel
@@ -573,19 +713,82 @@ class LoadSpec(Spec):
     scheduler_name: DnsSubdomain = DEFAULT_SCHEDULER
     workloads: Workloads
     arrival: ArrivalSpec
+    tenants: tuple[TenantLoad, ...] = ()
+    gang_scheduling: bool = False
+    kueue: bool = False
+    volcano: bool = False
+
+    @model_validator(mode="after")
+    def _batch(self) -> LoadSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        names: set[str] = set()
+        for i, t in enumerate(self.tenants):
+            if t.name in names:
+                problems.append((("tenants", i, "name"), f"duplicate tenant name {t.name!r}"))
+            names.add(t.name)
+            if t.queue is None and len(t.queue_name) > 63:
+                problems.append((("tenants", i, "queue"), f"the default queue name {t.queue_name!r} is longer than "
+                                 "63 characters: give a queue"))
+        if self.volcano and self.kueue:
+            problems.append((("volcano",), "expected only one of volcano and kueue (Volcano queues its own Jobs)"))
+        if self.volcano and self.gang_scheduling:
+            problems.append((("volcano",), "expected only one of volcano and gang_scheduling (Volcano schedules "
+                             "its pods itself, kube-scheduler's gang gates never see them)"))
+        for i, w in enumerate(self.workloads):
+            if self.kueue and w.queued and not self.tenants:
+                problems.append((("workloads", i, "queued"), "kueue needs a LocalQueue to submit to: give tenants "
+                                 "(each names its queue)"))
+            if not (self.volcano and w.kind == "Job"):
+                continue
+            for j, role in enumerate(w.roles):
+                if role.completions is not None and role.completions != role.replicas:
+                    problems.append((("workloads", i, "roles", j, "completions"), "a Volcano task runs its replicas "
+                                     f"once: expected completions unset or equal to replicas ({role.replicas}) with "
+                                     f"volcano: true, got {role.completions}"))
+                room = 63 - VOLCANO_JOB_NAME_MIN - 2 - len(str(role.replicas - 1))
+                if len(role.name) > room:
+                    problems.append((("workloads", i, "roles", j, "name"), "Volcano names pods <job>-<role>-<index> "
+                                     f"(at most 63 characters): expected a role name of at most {room} characters "
+                                     f"with volcano: true, got {len(role.name)}"))
+        raise_problems("LoadSpec", problems)
+        return self
+
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces instances are created in (the tenants', in order, else ``namespace``)."""
+        if not self.tenants:
+            return (self.namespace,)
+        return tuple(dict.fromkeys(t.namespace for t in self.tenants))
+
+    def tenant_fractions(self) -> dict[str, float]:
+        """Each tenant's expected part of the arrivals (shares normalised); empty without tenants."""
+        total = sum(t.share for t in self.tenants)
+        return {t.name: t.share / total for t in self.tenants}
 
     def to_doc(self) -> dict[str, Any]:
-        """A JSON-able dict that :func:`load_spec` (and :func:`parse_load_spec`) read back to an equal spec."""
-        return {
+        """A JSON-able dict that :func:`load_spec` (and :func:`parse_load_spec`) read back to an equal spec.
+
+        The batch fields are written only when set, so a spec without them writes what it always did.
+        """
+        doc: dict[str, Any] = {
             "name": self.name,
             "namespace": self.namespace,
             "scheduler_name": self.scheduler_name,
             "workloads": [w.to_doc() for w in self.workloads],
             "arrival": self.arrival.to_doc(),
         }
+        if self.tenants:
+            doc["tenants"] = [t.to_doc() for t in self.tenants]
+        for key in ("gang_scheduling", "kueue", "volcano"):
+            if getattr(self, key):
+                doc[key] = True
+        return doc
 
     def with_namespace(self, namespace: str) -> LoadSpec:
-        """The same spec submitting to ``namespace`` (validated; :class:`SpecError` when not a DNS label)."""
+        """The same spec submitting to ``namespace`` (validated; :class:`SpecError` when not a DNS label, or
+        when the spec has tenants: each names its own namespace)."""
+        if self.tenants:
+            raise SpecError("--namespace", [FieldError("", "the load spec has tenants, each with its own namespace; "
+                                                           "set their namespaces in the spec instead")])
         doc = self.to_doc()
         doc["namespace"] = namespace
         return parse_load_spec(doc, "--namespace")
@@ -672,13 +875,17 @@ def load_spec(path: str | Path) -> LoadSpec:
 __all__ = [
     "CURVES",
     "CURVE_KEYS",
+    "TOPOLOGY_KEYS",
     "WORKLOAD_KINDS",
     "ArrivalSpec",
+    "GangSpec",
     "LoadSpec",
     "Namespace",
     "RoleSpec",
     "StepSpec",
+    "TenantLoad",
     "TolerationSpec",
+    "TopologySpec",
     "WorkloadSpec",
     "Workloads",
     "is_scenario",
