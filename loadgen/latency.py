@@ -1,7 +1,9 @@
 """Scheduling, start and completion latencies as Locust request events.
 
-One watcher (on the master, or the only process) follows the pods and jobs of the load namespace and
-fires, per pod, ``SCHEDULE`` (first seen -> bound to a node) and ``START`` (first seen -> Running), and
+One watcher (on the master, or the only process) follows the pods and jobs of the load's namespaces
+(every tenant's; one pod watch and one job watch per namespace, each narrowed by the run label: a
+namespaced watch is served from the apiserver's per-namespace index, a cluster-wide one would filter
+every pod of the cluster and need cluster-wide RBAC) and fires, per pod, ``SCHEDULE`` (first seen -> bound to a node) and ``START`` (first seen -> Running), and
 per workload object ``COMPLETE`` (first seen -> Complete/Succeeded; a failure is reported as a failed
 request).  Times are the watcher's receive times in ms, so they show in Locust's stats tables, charts
 and CSV beside the create calls.  The orchestrator's timeline collector is the source of the report's
@@ -11,7 +13,7 @@ figures; these events are the same view for someone driving Locust alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kubecore.watch import SYNC, list_then_watch, session_for
@@ -19,10 +21,11 @@ from loadgen.workloads import LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
 
 
 class LatencyWatcher:
-    def __init__(self, environment: Any, endpoint: Any, namespace: str, run_id: str | None = None):
+    def __init__(self, environment: Any, endpoint: Any, namespace: str | Sequence[str], run_id: str | None = None):
         self.env = environment
         self.endpoint = endpoint
-        self.namespace = namespace
+        self.namespaces = (namespace,) if isinstance(namespace, str) else tuple(dict.fromkeys(namespace))
+        self.namespace = self.namespaces[0]
         self.selector = f"{LABEL_RUN}={run_id}" if run_id else LABEL_WORKLOAD
         self._stop = threading.Event()
         self.first_seen: dict[str, float] = {}
@@ -38,7 +41,7 @@ class LatencyWatcher:
     def start(self) -> None:
         import gevent
 
-        self.greenlets = [gevent.spawn(self._pods), gevent.spawn(self._jobs)]
+        self.greenlets = [g for ns in self.namespaces for g in (gevent.spawn(self._pods, ns), gevent.spawn(self._jobs, ns))]
 
     def stop(self) -> None:
         self._stop.set()
@@ -75,8 +78,8 @@ class LatencyWatcher:
             name = f"{labels.get(LABEL_WORKLOAD, '?')}/{labels.get(LABEL_ROLE, '?')}"
             yield obj, uid, name, self.first_seen.setdefault(uid, t), t
 
-    def _pods(self) -> None:
-        for pod, uid, name, first, t in self._live(f"/api/v1/namespaces/{self.namespace}/pods"):
+    def _pods(self, namespace: str) -> None:
+        for pod, uid, name, first, t in self._live(f"/api/v1/namespaces/{namespace}/pods"):
             meta = pod.get("metadata") or {}
             if (pod.get("spec") or {}).get("nodeName") and self._mark(uid, "sched"):
                 self.fire("SCHEDULE", name, t - first)
@@ -86,8 +89,8 @@ class LatencyWatcher:
             if not meta.get("ownerReferences") and phase in ("Succeeded", "Failed") and self._mark(uid, "done"):
                 self.fire("COMPLETE", f"Pod {name}", t - first, None if phase == "Succeeded" else "pod failed")
 
-    def _jobs(self) -> None:
-        for job, uid, role, first, t in self._live(f"/apis/batch/v1/namespaces/{self.namespace}/jobs"):
+    def _jobs(self, namespace: str) -> None:
+        for job, uid, role, first, t in self._live(f"/apis/batch/v1/namespaces/{namespace}/jobs"):
             name = f"Job {role}"
             for c in (job.get("status") or {}).get("conditions") or []:
                 if c.get("status") != "True":

@@ -8,7 +8,9 @@ headless, or distributed (``--processes N``; ``--master`` / ``--worker``); see `
 Every option is a flag, an env var (``LOCUST_KUBECONFIG``, ``LOCUST_LOAD_SPEC``, ...) and a
 ``locust.conf`` key.  The arrival curve of the spec drives the user count (:mod:`loadgen.shapes`);
 each user paces itself at ``per_user_rate`` instances/s.  Each create is a Locust request
-(``POST create Job distill/student``); scheduling/start/completion latencies are requests of type
+(``POST create Job distill/student``, ``POST create PodGroup distill`` for an instance's group
+objects, which go first); with tenants each instance goes to a tenant drawn by share and every tenant's
+namespace is claimed at test start; scheduling/start/completion latencies are requests of type
 SCHEDULE/START/COMPLETE (:mod:`loadgen.latency`).  The spec is a :class:`loadgen.spec.LoadSpec`
 (:func:`loadgen.spec.load_spec`); one that does not validate stops Locust with every problem listed.
 Creates authenticate per request with the kubeconfig's bearer token when it has one (refreshed for
@@ -131,10 +133,13 @@ def _test_start(environment: Any, **_kw: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or STATE.spec is None or STATE.endpoint is None:
         return
     opts = environment.parsed_options
+    namespaces = STATE.spec.namespaces()  # every tenant's, else the one namespace
     if not (opts and opts.no_create_namespace):
-        claim_namespace(session_for(STATE.endpoint, 1), STATE.endpoint.server, STATE.spec.namespace, STATE.run_id)
+        session = session_for(STATE.endpoint, 1)
+        for ns in namespaces:
+            claim_namespace(session, STATE.endpoint.server, ns, STATE.run_id)
     if not (opts and opts.no_latency_events):
-        STATE.watcher = LatencyWatcher(environment, STATE.endpoint, STATE.spec.namespace,
+        STATE.watcher = LatencyWatcher(environment, STATE.endpoint, namespaces,
                                        None if STATE.run_id == "adhoc" else STATE.run_id)
         STATE.watcher.start()
 
@@ -188,7 +193,7 @@ class JobSubmitter(FastHttpUser):
         for sub in self.mix.next_instance():
             with self.client.post(sub.path, data=orjson.dumps(sub.body),  # type: ignore[arg-type]  # bytes are sent as is
                                   headers=self.headers(),
-                                  name=f"create {sub.kind} {sub.workload}/{sub.role}",
+                                  name=sub.request_name,
                                   catch_response=True) as resp:
                 if resp.status_code != 201:
                     if not resp.status_code:  # no answer: timeout or connection error (a stalled apiserver)

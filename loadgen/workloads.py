@@ -7,19 +7,43 @@ written as the pod-template annotations the hollow agent understands: ``hollowsc
 (a Go duration rounded to milliseconds, or ``forever``), ``hollowscale.io/startup-delay``,
 ``hollowscale.io/exit-code``.  The labels (``LABEL_RUN``, ``LABEL_WORKLOAD``, ``LABEL_ROLE``,
 ``LABEL_INSTANCE``) are what the orchestrator's timeline collector groups by.
+
+Batch workloads (see :mod:`loadgen.spec`: ``gang``, ``queued``, ``topology``; the spec's ``tenants``,
+``gang_scheduling``, ``kueue``, ``volcano``) add, per instance and in submission order:
+
+* gang + ``gang_scheduling``: a ``Workload`` (``scheduling.k8s.io/v1alpha2``, one podGroupTemplate
+  :data:`GANG_TEMPLATE` with ``schedulingPolicy.gang.minCount``) and a ``PodGroup`` made from it, then the
+  role objects, whose pods carry ``spec.schedulingGroup.podGroupName`` (the Job controller leaves a Job
+  whose template names a group alone: it makes no Workload of its own);
+* gang (any mode): label :data:`LABEL_GANG` (the group's name) and annotation :data:`ANN_GANG_MIN` on the
+  objects and their pods, so the timeline collector knows gang membership and size without reading
+  Workloads, also in the run variants that do not gang-schedule;
+* queued + ``kueue``: the Job is created suspended with :data:`LABEL_KUEUE_QUEUE` (the tenant's
+  LocalQueue) and, when given, :data:`LABEL_KUEUE_PRIORITY`;
+* topology ``require`` with a PodGroup: ``schedulingConstraints.topology[{key}]``; otherwise pod affinity
+  on the instance's own labels with the level's node label as ``topologyKey`` (required or preferred;
+  required works for the first pod too: a pod matching its own affinity term may start a domain);
+* ``volcano``: a Job workload is one Volcano Job per instance (``batch.volcano.sh/v1alpha1``, a task per
+  role, ``minAvailable`` = gang minimum, else 1); a gang of bare Pods gets a Volcano PodGroup
+  (``scheduling.volcano.sh/v1beta1``) named in each pod's ``scheduling.k8s.io/group-name`` annotation.
+
+Group objects have fixed names (:meth:`WorkloadMix.group_name`: the instance name, cut to fit, and a hash
+of run id and instance), because pods must name their group before it is created; the role objects keep
+``generateName``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubecore.durations import format_go_duration
 from kubecore.namespaces import RUN_LABEL
-from loadgen.spec import LoadSpec, RoleSpec, WorkloadSpec
+from loadgen.spec import DEFAULT_SCHEDULER, VOLCANO_JOB_NAME_MIN, LoadSpec, RoleSpec, TenantLoad, WorkloadSpec
 
 ANN_RUN = "hollowscale.io/run-duration"
 ANN_EXIT = "hollowscale.io/exit-code"
@@ -31,6 +55,21 @@ LABEL_ROLE = "hollowscale.io/role"
 LABEL_INSTANCE = "hollowscale.io/instance"
 LABEL_GPUS = "hollowscale.io/gpus"
 IMAGE = "registry.local/hollowscale/noop:1"
+#: the gang an object's pods belong to (the PodGroup's name) and the gang's minimum member count
+LABEL_GANG = "hollowscale.io/gang"
+ANN_GANG_MIN = "hollowscale.io/gang-min"
+#: Kueue's labels on a queued Job: its LocalQueue and its WorkloadPriorityClass
+LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+LABEL_KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+#: the pod annotation that puts a pod into a Volcano PodGroup
+ANN_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+#: the podGroupTemplate of every Workload loadgen creates
+GANG_TEMPLATE = "members"
+#: schedulerName of Volcano's pods when the spec keeps the default scheduler name
+VOLCANO_SCHEDULER = "volcano"
+SCHEDULING_API = "scheduling.k8s.io/v1alpha2"
+VOLCANO_BATCH_API = "batch.volcano.sh/v1alpha1"
+VOLCANO_SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
 EXTENDED_PREFIXES = ("nvidia.com/", "amd.com/", "hugepages-")
 
 
@@ -97,9 +136,70 @@ def _template(w: WorkloadSpec, role: RoleSpec) -> _Template:
     )
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """How one workload renders in this spec's mode (computed once per mix).
+
+    Attributes:
+        batch: anything beyond the plain rendering (False: objects exactly as without batch fields).
+        gang_min: the declared gang's minimum member count, or None.
+        podgroup: in-tree Workload + PodGroup per instance (gang and ``gang_scheduling``).
+        volcano_job: one Volcano Job per instance (``volcano`` and kind Job).
+        volcano_podgroup: a Volcano PodGroup per instance (``volcano``, gang, kind Pod).
+        kueue: created suspended with the tenant's LocalQueue label (``kueue`` and ``queued``).
+        volcano_queue: the Volcano objects name the tenant's queue (``volcano``, ``queued``, tenants).
+        topology_key: node label of the PodGroup's topology constraint, or None.
+        affinity: ``required`` / ``preferred`` pod affinity on the instance, or None.
+        affinity_key: its topologyKey.
+        scheduler: ``spec.schedulerName`` of the pods.
+        name_room: characters the group name may have.
+    """
+
+    batch: bool
+    gang_min: int | None
+    podgroup: bool
+    volcano_job: bool
+    volcano_podgroup: bool
+    kueue: bool
+    volcano_queue: bool
+    topology_key: str | None
+    affinity: str | None
+    affinity_key: str
+    scheduler: str
+    name_room: int
+
+
+def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
+    gang_min = w.gang_min()
+    podgroup = gang_min is not None and spec.gang_scheduling and not spec.volcano
+    volcano_job = spec.volcano and w.kind == "Job"
+    topo = w.topology
+    topology_key = topo.key if topo is not None and topo.mode == "require" and podgroup else None
+    affinity = None
+    if topo is not None and topology_key is None:
+        affinity = "required" if topo.mode == "require" else "preferred"
+    scheduler = spec.scheduler_name
+    if spec.volcano and scheduler == DEFAULT_SCHEDULER:
+        scheduler = VOLCANO_SCHEDULER
+    room = 63
+    if volcano_job:  # Volcano names the pods <job>-<task>-<index> (a qualified name: <= 63 characters)
+        room -= max(2 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
+    plan = _Plan(
+        batch=False, gang_min=gang_min, podgroup=podgroup, volcano_job=volcano_job,
+        volcano_podgroup=spec.volcano and gang_min is not None and w.kind == "Pod",
+        kueue=spec.kueue and w.queued, volcano_queue=spec.volcano and w.queued and bool(spec.tenants),
+        topology_key=topology_key, affinity=affinity, affinity_key=topo.key if topo is not None else "",
+        scheduler=scheduler, name_room=max(room, VOLCANO_JOB_NAME_MIN),
+    )
+    return replace(plan, batch=gang_min is not None or plan.kueue or topo is not None or spec.volcano)
+
+
 @dataclass
 class Submission:
-    """One create call: where to POST and what."""
+    """One create call: where to POST and what.
+
+    ``role`` is "" for the objects of a whole instance (Workload, PodGroup, Volcano Job).
+    """
 
     workload: str
     role: str
@@ -107,9 +207,14 @@ class Submission:
     path: str
     body: dict[str, Any]
 
+    @property
+    def request_name(self) -> str:
+        """Locust's name of the create: ``create Job distill/student``, ``create PodGroup distill``."""
+        return f"create {self.kind} {self.workload}/{self.role}" if self.role else f"create {self.kind} {self.workload}"
+
 
 class WorkloadMix:
-    """Chooses workloads by share and builds their manifests (deterministic for a seed and stream)."""
+    """Chooses workloads (and tenants) by share and builds their manifests (deterministic for a seed and stream)."""
 
     def __init__(self, spec: LoadSpec, run_id: str = "adhoc", seed: int | None = None, stream: str = "0"):
         self.spec = spec
@@ -118,20 +223,127 @@ class WorkloadMix:
         self.run_id = run_id
         self.workloads = list(spec.workloads)
         self.weights = [w.share for w in self.workloads]
+        self.tenants: list[TenantLoad] = list(spec.tenants)
+        acc = 0.0
+        self.tenant_cum: list[float] = []
+        for t in self.tenants:
+            acc += t.share
+            self.tenant_cum.append(acc)
         base = spec.arrival.seed if seed is None else seed
         self.rng = random.Random(f"{base}/{stream}")
         self.stream = stream
         self.counter = 0
         self._templates = {(w.name, r.name): _template(w, r) for w in self.workloads for r in w.roles}
+        self._plans = {w.name: _plan(spec, w) for w in self.workloads}
 
     def next_instance(self) -> list[Submission]:
-        """The objects of the next instance, in submission order."""
+        """The objects of the next instance, in submission order (group objects first)."""
         w = self.rng.choices(self.workloads, weights=self.weights)[0]
         self.counter += 1
         instance = f"{w.name}-{self.stream}-{self.counter}"
-        return [self.build(w, role, instance) for role in w.roles]
+        tenant = self.rng.choices(self.tenants, cum_weights=self.tenant_cum)[0] if self.tenants else None
+        plan = self._plans[w.name]
+        if not plan.batch and tenant is None:
+            return [self.build(w, role, instance) for role in w.roles]
+        return self.build_instance(w, instance, tenant)
 
-    def build(self, w: WorkloadSpec, role: RoleSpec, instance: str) -> Submission:
+    def group_name(self, w: WorkloadSpec, instance: str) -> str:
+        """The fixed name of an instance's group objects (PodGroup, Workload, Volcano Job): the instance
+        name cut to fit, then 10 hex digits of a hash of run id and instance (unique across runs)."""
+        digest = hashlib.sha1(f"{self.run_id}/{instance}".encode()).hexdigest()[:10]
+        prefix = instance[: self._plans[w.name].name_room - 11].rstrip("-.")
+        return f"{prefix}-{digest}" if prefix else digest
+
+    def build_instance(self, w: WorkloadSpec, instance: str, tenant: TenantLoad | None = None) -> list[Submission]:
+        """Every object of one instance in submission order: Workload, PodGroup, then one object per role
+        (or the one Volcano Job)."""
+        plan = self._plans[w.name]
+        ns = tenant.namespace if tenant is not None else self.namespace
+        group = self.group_name(w, instance) if plan.gang_min is not None or plan.volcano_job else None
+        queue = tenant.queue_name if tenant is not None else None
+        out: list[Submission] = []
+        labels = {LABEL_RUN: self.run_id, LABEL_WORKLOAD: w.name, LABEL_INSTANCE: instance}
+        if group is not None and plan.gang_min is not None:
+            labels[LABEL_GANG] = group
+        if plan.podgroup:
+            assert group is not None and plan.gang_min is not None
+            out.extend(self._gang_objects(w, plan, ns, group, labels))
+        elif plan.volcano_podgroup:
+            assert group is not None and plan.gang_min is not None
+            spec: dict[str, Any] = {"minMember": plan.gang_min}
+            if plan.volcano_queue and queue is not None:
+                spec["queue"] = queue
+            if w.priority_class:
+                spec["priorityClassName"] = w.priority_class
+            body = {"apiVersion": VOLCANO_SCHEDULING_API, "kind": "PodGroup",
+                    "metadata": {"name": group, "labels": labels,
+                                 "annotations": {ANN_GANG_MIN: str(plan.gang_min)}},
+                    "spec": spec}
+            out.append(Submission(w.name, "", "VolcanoPodGroup",
+                                  f"/apis/{VOLCANO_SCHEDULING_API}/namespaces/{ns}/podgroups", body))
+        if plan.volcano_job:
+            assert group is not None
+            out.append(self._volcano_job(w, plan, instance, ns, group, queue, labels))
+            return out
+        out.extend(self.build(w, role, instance, namespace=ns, group=group, queue=queue) for role in w.roles)
+        return out
+
+    def _gang_objects(self, w: WorkloadSpec, plan: _Plan, ns: str, group: str,
+                      labels: dict[str, str]) -> list[Submission]:
+        """The in-tree Workload and the PodGroup made from its one template."""
+        policy = {"gang": {"minCount": plan.gang_min}}
+        tmpl: dict[str, Any] = {"name": GANG_TEMPLATE, "schedulingPolicy": policy}
+        pg_spec: dict[str, Any] = {
+            "podGroupTemplateRef": {"workload": {"workloadName": group, "podGroupTemplateName": GANG_TEMPLATE}},
+            "schedulingPolicy": policy,
+        }
+        if plan.topology_key is not None:
+            constraints = {"topology": [{"key": plan.topology_key}]}
+            tmpl["schedulingConstraints"] = constraints
+            pg_spec["schedulingConstraints"] = constraints
+        if w.priority_class:
+            tmpl["priorityClassName"] = w.priority_class
+            pg_spec["priorityClassName"] = w.priority_class
+        meta = {"name": group, "labels": labels, "annotations": {ANN_GANG_MIN: str(plan.gang_min)}}
+        base = f"/apis/{SCHEDULING_API}/namespaces/{ns}"
+        return [
+            Submission(w.name, "", "Workload", f"{base}/workloads",
+                       {"apiVersion": SCHEDULING_API, "kind": "Workload", "metadata": meta,
+                        "spec": {"podGroupTemplates": [tmpl]}}),
+            Submission(w.name, "", "PodGroup", f"{base}/podgroups",
+                       {"apiVersion": SCHEDULING_API, "kind": "PodGroup", "metadata": meta, "spec": pg_spec}),
+        ]
+
+    def _volcano_job(self, w: WorkloadSpec, plan: _Plan, instance: str, ns: str, group: str, queue: str | None,
+                     labels: dict[str, str]) -> Submission:
+        """One Volcano Job for the whole instance: a task per role, the gang minimum as minAvailable.
+
+        Without a gang, ``minAvailable`` is 1 and every task's 0 (any pod may start alone); with ``all``,
+        each task's is its replicas; with N of them, each task's is 0 (no per-role minimum).
+        """
+        total = w.pods_per_instance()
+        gang_min = plan.gang_min
+        tasks = []
+        for role in w.roles:
+            template, _ = self._pod_template(w, role, instance, plan, group if gang_min is not None else None)
+            tasks.append({"name": role.name, "replicas": role.replicas,
+                          "minAvailable": role.replicas if gang_min == total else 0, "template": template})
+        spec: dict[str, Any] = {"schedulerName": plan.scheduler, "minAvailable": gang_min or 1}
+        if plan.volcano_queue and queue is not None:
+            spec["queue"] = queue
+        if w.priority_class:
+            spec["priorityClassName"] = w.priority_class
+        spec["maxRetry"] = w.backoff_limit
+        spec["tasks"] = tasks
+        meta: dict[str, Any] = {"name": group, "labels": labels}
+        if gang_min is not None:
+            meta["annotations"] = {ANN_GANG_MIN: str(gang_min)}
+        body = {"apiVersion": VOLCANO_BATCH_API, "kind": "Job", "metadata": meta, "spec": spec}
+        return Submission(w.name, "", "VolcanoJob", f"/apis/{VOLCANO_BATCH_API}/namespaces/{ns}/jobs", body)
+
+    def _pod_template(self, w: WorkloadSpec, role: RoleSpec, instance: str, plan: _Plan | None,
+                      group: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+        """A role's pod template (metadata and spec, samples drawn) and the object labels beside it."""
         kind = w.kind
         t = self._templates[(w.name, role.name)]
         labels = {
@@ -156,7 +368,7 @@ class WorkloadMix:
             resources["limits"] = t.limits
         pod_spec: dict[str, Any] = {
             "restartPolicy": "Always" if kind == "Deployment" else "Never",
-            "schedulerName": self.scheduler,
+            "schedulerName": self.scheduler if plan is None else plan.scheduler,
             "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "main", "image": IMAGE, "resources": resources}],
         }
@@ -166,22 +378,55 @@ class WorkloadMix:
             pod_spec["tolerations"] = t.tolerations
         if w.priority_class:
             pod_spec["priorityClassName"] = w.priority_class
+        if plan is not None:
+            if group is not None:
+                labels[LABEL_GANG] = group
+                pod_labels[LABEL_GANG] = group
+                annotations[ANN_GANG_MIN] = str(plan.gang_min)
+                if plan.podgroup:
+                    pod_spec["schedulingGroup"] = {"podGroupName": group}
+                elif plan.volcano_podgroup:
+                    annotations[ANN_VOLCANO_GROUP] = group
+            if plan.affinity is not None:
+                term = {"labelSelector": {"matchLabels": {LABEL_RUN: self.run_id, LABEL_INSTANCE: instance}},
+                        "topologyKey": plan.affinity_key}
+                pod_spec["affinity"] = {"podAffinity": (
+                    {"requiredDuringSchedulingIgnoredDuringExecution": [term]} if plan.affinity == "required"
+                    else {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]})}
         template = {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod_spec}
-        gen = t.generate_name
-        ns = self.namespace
+        return template, labels
+
+    def build(self, w: WorkloadSpec, role: RoleSpec, instance: str, namespace: str | None = None,
+              group: str | None = None, queue: str | None = None) -> Submission:
+        """One role's object (Job, bare Pod or Deployment) of an instance.
+
+        ``namespace`` defaults to the spec's; ``group`` is the instance's gang (see :meth:`group_name`),
+        ``queue`` the tenant's queue (used when the workload is queued and the spec runs Kueue).
+        """
+        kind = w.kind
+        plan = self._plans[w.name]
+        template, labels = self._pod_template(w, role, instance, plan if plan.batch else None, group)
+        pod_spec = template["spec"]
+        gen = self._templates[(w.name, role.name)].generate_name
+        ns = self.namespace if namespace is None else namespace
         replicas = role.replicas
         if kind == "Job":
-            body: dict[str, Any] = {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"generateName": gen, "labels": labels},
-                "spec": {
-                    "parallelism": replicas,
-                    "completions": role.completions if role.completions is not None else replicas,
-                    "backoffLimit": w.backoff_limit,
-                    "template": template,
-                },
+            meta: dict[str, Any] = {"generateName": gen, "labels": labels}
+            job_spec: dict[str, Any] = {
+                "parallelism": replicas,
+                "completions": role.completions if role.completions is not None else replicas,
+                "backoffLimit": w.backoff_limit,
+                "template": template,
             }
+            if plan.batch:
+                if group is not None:
+                    meta["annotations"] = {ANN_GANG_MIN: str(plan.gang_min)}
+                if plan.kueue and queue is not None:
+                    labels[LABEL_KUEUE_QUEUE] = queue
+                    if w.kueue_priority_class is not None:
+                        labels[LABEL_KUEUE_PRIORITY] = w.kueue_priority_class
+                    job_spec["suspend"] = True  # Kueue unsuspends it on admission (no webhook needed)
+            body: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}
             path = f"/apis/batch/v1/namespaces/{ns}/jobs"
         elif kind == "Pod":
             body = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(template["metadata"], generateName=gen),
