@@ -7,7 +7,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from hollowscale.measure.timeline import Timeline, TimelineCollector
+from hollowscale.measure.batch import BATCH_SOURCES, batch_measurements
+from hollowscale.measure.timeline import JobRecord, PodRecord, Timeline, TimelineCollector
 from kubecore.config import KubeEndpoint
 from kubecore.watch import SYNC, deleted_stub
 
@@ -161,3 +162,261 @@ def test_job_without_suspend_field_change_keeps_state() -> None:
     later["spec"].pop("suspend")  # absent means false: admitted
     tl.apply_job("MODIFIED", later, 2.0)
     assert tl.jobs["j1"].admitted_ms == 2.0
+
+
+# ------------------------------------------------------------------------------------------ batch figures
+T0 = 1_000_000.0
+
+
+def s(x: float) -> float:
+    """T0 + x seconds, in ms."""
+    return T0 + x * 1000.0
+
+
+def job(uid: str, inst: str, ns: str = "team-a", *, created: float, gpus: float = 8.0, expected: int = 2,
+        gang: str = "", gang_min: int | None = None, queue: str = "", pc: str = "", flips: list[float] | None = None,
+        finished: float | None = None, outcome: str = "") -> JobRecord:
+    flips = flips or []
+    queued = bool(queue)
+    suspended = queued if len(flips) % 2 == 0 else not queued
+    return JobRecord(uid, uid, "Job", "train", "worker", inst, gpus, expected, created, finished, outcome,
+                     namespace=ns, queue=queue, gang=gang, gang_min=gang_min, priority_class=pc,
+                     suspended_at_create=queued, admitted_ms=flips[0] if queued and flips else None,
+                     admissions=sum(1 for k in range(len(flips)) if (k % 2 == 0) == queued),
+                     evictions=sum(1 for k in range(len(flips)) if (k % 2 == 0) != queued),
+                     suspend_flips_ms=list(flips), suspended=suspended, pods_expected=expected)
+
+
+def pod(uid: str, inst: str, owner: str, ns: str = "team-a", *, created: float, sched: float | None = None,
+        run: float | None = None, fin: float | None = None, deleted: float | None = None, phase: str = "",
+        gpus: float = 8.0, gang: str = "", gang_min: int | None = None, pc: str = "", node: str = "v100-0",
+        disrupted: float | None = None, reason: str = "") -> PodRecord:
+    if not phase:
+        phase = "Succeeded" if fin is not None else ("Running" if run is not None else "Pending")
+    return PodRecord(uid=uid, name=uid, workload="train", role="worker", instance=inst, owner_kind="Job",
+                     owner_uid=owner, gpus=gpus, created_ms=created, scheduled_ms=sched, running_ms=run,
+                     finished_ms=fin, deleted_ms=deleted, node=node if sched is not None else "", phase=phase,
+                     namespace=ns, gang=gang, gang_min=gang_min, priority_class=pc,
+                     disrupted_ms=disrupted, disruption_reason=reason)
+
+
+def measure(pods: list[PodRecord], jobs: list[JobRecord], end_s: float = 100.0, **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"gpus_by_flavor": {"v100": 64.0}, "deserved_share": {}, "start_ms": T0,
+                            "end_ms": s(end_s), "step_s": 1.0}
+    args.update(kw)
+    return batch_measurements(pods, jobs, **args)
+
+
+def gang_whole() -> tuple[list[PodRecord], list[JobRecord]]:
+    """Queued gang of 2 x 8 GPUs: admitted at 5 s, both bound at 8 s, running at 9 s, done at 31 s."""
+    j = job("ja", "gang-1", created=s(0), gang="pg-a", gang_min=2, queue="lq-a", pc="high", flips=[s(5)],
+            finished=s(31), outcome="Complete")
+    ps = [pod(f"pa{k}", "gang-1", "ja", created=s(6), sched=s(8), run=s(9), fin=s(30), gang="pg-a", gang_min=2,
+              pc="high") for k in (1, 2)]
+    return ps, [j]
+
+
+def half_started() -> tuple[list[PodRecord], list[JobRecord]]:
+    """No gang: one member of 8 GPUs bound at 11 s, the second at 31 s (20 s x 8 GPUs wasted)."""
+    j = job("jb", "half-1", "team-b", created=s(10), pc="low", finished=s(51), outcome="Complete")
+    ps = [pod("pb1", "half-1", "jb", "team-b", created=s(10), sched=s(11), run=s(12), fin=s(50), pc="low"),
+          pod("pb2", "half-1", "jb", "team-b", created=s(10), sched=s(31), run=s(32), fin=s(50), pc="low")]
+    return ps, [j]
+
+
+def deadlocked() -> tuple[list[PodRecord], list[JobRecord]]:
+    """Gang of 3 needing 3, admitted at 39 s; one member bound at 40 s, the others never."""
+    j = job("jc", "dead-1", "team-c", created=s(35), expected=3, gang="pg-c", gang_min=3, queue="lq-a", pc="high",
+            flips=[s(39)])
+    ps = [pod("pc1", "dead-1", "jc", "team-c", created=s(39), sched=s(40), run=s(41), gang="pg-c", gang_min=3,
+              pc="high")]
+    ps += [pod(f"pc{k}", "dead-1", "jc", "team-c", created=s(39), gang="pg-c", gang_min=3, pc="high") for k in (2, 3)]
+    return ps, [j]
+
+
+def test_gang_that_starts_whole_has_no_partial_time() -> None:
+    pods, jobs = gang_whole()
+    m = measure(pods, jobs)["measurements"]
+    assert m["partial_jobs"]["max"] == 0 and m["partial_jobs"]["instances_ever_partial"] == 0
+    assert m["wasted_gpu_seconds"] == 0.0 and m["deadlocked_jobs"]["count"] == 0
+    st = m["job_steps_s"]
+    assert st["created_to_admitted"]["p50"] == 5.0 and st["admitted_to_all_bound"]["p50"] == 3.0
+    assert st["all_bound_to_all_running"]["p99"] == 1.0 and st["all_running_to_finished"]["p50"] == 22.0
+    assert st["created_to_finished"]["p90"] == 31.0 and st["created_to_all_running"]["count"] == 1
+    assert m["instances"] == {"total": 1, "completed": 1, "failed": 0, "unfinished": 0, "queued": 1, "gang": 1,
+                              "services_skipped": 0}
+    assert m["jobs_completed_per_hour"] == 36.0  # 1 in 100 s
+    assert m["crosscheck_counts"]["gangs_started"] == 1 and m["crosscheck_counts"]["gang_schedules"] == 1
+    assert m["crosscheck_counts"]["kueue_admissions"] == 1
+
+
+def test_job_started_half_way_wastes_its_held_gpus() -> None:
+    pods, jobs = half_started()
+    out = measure(pods, jobs)
+    m, ser = out["measurements"], out["series"]
+    assert m["wasted_gpu_seconds"] == 160.0
+    assert m["partial_jobs"]["max"] == 1 and m["partial_jobs"]["instances_ever_partial"] == 1
+    assert sum(ser["partial_jobs"]) == 20 and ser["partial_jobs"][11] == 1 and ser["partial_jobs"][31] == 0
+    assert ser["partial_gpus"][20] == 8.0 and m["deadlocked_jobs"]["count"] == 0
+    assert m["job_steps_s"]["admitted_to_all_bound"]["p50"] == 21.0  # unqueued: admitted at creation
+    assert m["job_steps_s"]["created_to_admitted"]["p50"] == 0.0
+
+
+def test_deadlocked_gang_is_partial_to_the_end() -> None:
+    pods, jobs = deadlocked()
+    out = measure(pods, jobs)
+    m, ser = out["measurements"], out["series"]
+    assert m["deadlocked_jobs"] == {"count": 1, "gpus_held": 8.0, "instances": ["team-c/dead-1"]}
+    assert m["wasted_gpu_seconds"] == 480.0  # 8 GPUs from 40 s to 100 s
+    assert ser["partial_jobs"][-1] == 1 and sum(ser["partial_jobs"]) == 61
+    assert m["instances"]["unfinished"] == 1 and m["job_steps_s"]["admitted_to_all_bound"]["count"] == 0
+    assert m["crosscheck_counts"]["gangs"] == 1 and m["crosscheck_counts"]["gangs_started"] == 0
+
+
+def test_everything_together_adds_up() -> None:
+    parts = [gang_whole(), half_started(), deadlocked()]
+    pods = [p for ps, _ in parts for p in ps]
+    jobs = [j for _, js in parts for j in js]
+    m = measure(pods, jobs)["measurements"]
+    assert m["wasted_gpu_seconds"] == 640.0 and m["partial_jobs"]["max"] == 1
+    assert m["accounting"]["ok"] and (m["accounting"]["completed"], m["accounting"]["unfinished"]) == (2, 1)
+
+
+def test_queue_wait_per_queue_and_priority_class() -> None:
+    parts = [gang_whole(), half_started(), deadlocked()]
+    pods = [p for ps, _ in parts for p in ps]
+    jobs = [j for _, js in parts for j in js]
+    # one more queued job, still waiting at the end
+    jobs.append(job("jw", "wait-1", "team-b", created=s(50), queue="lq-b", pc="low"))
+    qw = measure(pods, jobs)["measurements"]["queue_wait_s"]
+    assert qw["by_queue"]["lq-a"] == {"p50": 4.0, "p99": 5.0, "count": 2, "waiting_at_end": 0}
+    assert qw["by_queue"]["(none)"] == {"p50": 21.0, "p99": 21.0, "count": 1, "waiting_at_end": 0}  # created->all bound
+    assert qw["by_queue"]["lq-b"] == {"p50": None, "p99": None, "count": 0, "waiting_at_end": 1}
+    assert qw["by_priority_class"]["high"]["p99"] == 5.0 and qw["by_priority_class"]["high"]["count"] == 2
+    assert qw["by_priority_class"]["low"] == {"p50": 21.0, "p99": 21.0, "count": 1, "waiting_at_end": 1}
+
+
+def tenant_pods() -> list[PodRecord]:
+    """16 GPUs. 0-10 s: a 4, b 8, c 4; 10-20 s: a 8, b 4, c 4; team-b has 8 GPUs pending throughout."""
+    return [
+        pod("a1", "ia1", "x", "team-a", created=s(0), sched=s(0), run=s(0), fin=s(10), gpus=4),
+        pod("a2", "ia2", "x", "team-a", created=s(10), sched=s(10), run=s(10), fin=s(20), gpus=8),
+        pod("b1", "ib1", "x", "team-b", created=s(0), sched=s(0), run=s(0), fin=s(10), gpus=8),
+        pod("b2", "ib2", "x", "team-b", created=s(10), sched=s(10), run=s(10), fin=s(20), gpus=4),
+        pod("c1", "ic1", "x", "team-c", created=s(0), sched=s(0), run=s(0), fin=s(20), gpus=4),
+        pod("bp", "ib3", "x", "team-b", created=s(0), deleted=s(20), gpus=8),
+    ]
+
+
+def test_tenant_shares_under_saturation_vs_deserved_1_2_1() -> None:
+    out = measure(tenant_pods(), [], end_s=20, gpus_by_flavor={"v100": 16.0},
+                  deserved_share={"team-a": 1, "team-b": 2, "team-c": 1})
+    ts, ser = out["measurements"]["tenant_share"], out["series"]
+    assert ts["gpus_total"] == 16.0 and ts["saturated_samples"] == 20 and ts["samples"] == 21
+    a, b, c = (ts["by_tenant"][k] for k in ("team-a", "team-b", "team-c"))
+    assert (a["deserved_pct"], b["deserved_pct"], c["deserved_pct"]) == (25.0, 50.0, 25.0)
+    assert (a["mean_share_pct"], b["mean_share_pct"], c["mean_share_pct"]) == (37.5, 37.5, 25.0)
+    assert (a["deviation_pct"], b["deviation_pct"], c["deviation_pct"]) == (50.0, -25.0, 0.0)
+    assert b["contending_samples"] == 20 and a["contending_samples"] == 0
+    assert ts["max_deviation_pct"] == 50.0
+    assert ser["saturated"][:20] == [1] * 20 and ser["saturated"][20] == 0
+    assert ser["tenant_share_pct"]["team-b"][0] == 50.0 and ser["tenant_share_pct"]["team-b"][10] == 25.0
+    assert ts["allocation_by_flavor"]["v100"]["max_pct"] == 100.0
+    assert out["measurements"]["instances"]["services_skipped"] == 6  # pods without a Job record
+
+
+def test_no_saturation_below_90_percent_or_without_demand() -> None:
+    pods = [p for p in tenant_pods() if p.uid != "c1"]  # 12 of 16 allocated: 75%
+    ts = measure(pods, [], end_s=20, gpus_by_flavor={"v100": 16.0}, deserved_share={"team-a": 1})["measurements"]
+    assert ts["tenant_share"]["saturated_samples"] == 0 and ts["tenant_share"]["max_deviation_pct"] is None
+    pods = [p for p in tenant_pods() if p.uid != "bp"]  # full, but nobody waits
+    ts = measure(pods, [], end_s=20, gpus_by_flavor={"v100": 16.0}, deserved_share={"team-a": 1})["measurements"]
+    assert ts["tenant_share"]["saturated_samples"] == 0
+
+
+def test_queued_jobs_count_as_pending_demand() -> None:
+    pods = [p for p in tenant_pods() if p.uid != "bp"]
+    jobs = [job("q", "iq", "team-b", created=s(0), queue="lq-b", expected=1, gpus=8)]  # suspended throughout
+    ts = measure(pods, jobs, end_s=20, gpus_by_flavor={"v100": 16.0},
+                 deserved_share={"team-a": 1, "team-b": 2, "team-c": 1})["measurements"]["tenant_share"]
+    assert ts["saturated_samples"] == 20 and ts["by_tenant"]["team-b"]["contending_samples"] == 20
+
+
+def preemption_world() -> tuple[list[PodRecord], list[JobRecord]]:
+    jobs = [
+        # D: Kueue evicts at 20 s, re-admits at 60 s; the second pod completes
+        job("jd", "pre-d", created=s(1), expected=1, queue="lq-a", pc="low", flips=[s(2), s(20), s(60)],
+            finished=s(81), outcome="Complete"),
+        # E: unqueued; its pod is preempted by the scheduler, the replacement completes
+        job("je", "pre-e", created=s(1), expected=1, pc="low", finished=s(70), outcome="Complete"),
+        # F: evicted at 30 s and never re-admitted
+        job("jf", "pre-f", created=s(1), expected=1, queue="lq-a", pc="low", flips=[s(3), s(30)]),
+        # G: fails outright
+        job("jg", "fail-g", created=s(1), expected=1, pc="high", finished=s(9), outcome="Failed"),
+    ]
+    pods = [
+        pod("d1", "pre-d", "jd", created=s(2), sched=s(3), run=s(4), deleted=s(21), phase="Running", pc="low"),
+        pod("d2", "pre-d", "jd", created=s(60), sched=s(61), run=s(62), fin=s(80), pc="low"),
+        pod("e1", "pre-e", "je", created=s(1), sched=s(2), run=s(3), fin=s(11), deleted=s(12), phase="Failed",
+            disrupted=s(10), reason="PreemptionByScheduler", pc="low"),
+        pod("e2", "pre-e", "je", created=s(11), sched=s(40), run=s(41), fin=s(69), pc="low"),
+        pod("f1", "pre-f", "jf", created=s(3), sched=s(4), run=s(5), fin=s(31), deleted=s(32), phase="Failed",
+            disrupted=s(30), reason="EvictionByEvictionAPI", pc="low"),
+        pod("g1", "fail-g", "jg", created=s(1), sched=s(2), run=s(3), fin=s(8), phase="Failed", pc="high"),
+    ]
+    return pods, jobs
+
+
+def test_preemption_and_accounting() -> None:
+    pods, jobs = preemption_world()
+    m = measure(pods, jobs)["measurements"]
+    pre = m["preemption"]
+    assert pre["pods_disrupted"] == {"total": 2, "by_reason": {"EvictionByEvictionAPI": 1, "PreemptionByScheduler": 1},
+                                     "by_priority_class": {"low": {"EvictionByEvictionAPI": 1,
+                                                                   "PreemptionByScheduler": 1}}}
+    assert pre["jobs_evicted"] == {"evictions": 2, "jobs": 2, "readmitted_jobs": 1, "by_priority_class": {"low": 2}}
+    assert pre["instances_preempted"] == {"total": 3, "completed": 2, "failed": 0, "unfinished": 1, "readmitted": 1}
+    acc = m["accounting"]
+    assert acc["ok"] and acc["problems"] == []
+    assert (acc["instances"], acc["completed"], acc["failed"], acc["unfinished"]) == (4, 2, 1, 1)
+    assert acc["preempted_once_each"] == 3  # D was admitted twice and counts once
+    cc = m["crosscheck_counts"]
+    assert (cc["kueue_admissions"], cc["kueue_evictions"], cc["pods_preempted_by_scheduler"]) == (3, 2, 1)
+    # D's step to all bound counts from its first admission; E's first member failed, its replacement counts
+    assert m["instances"]["completed"] == 2 and m["job_steps_s"]["created_to_finished"]["count"] == 2
+
+
+def test_accounting_flags_pods_of_unseen_jobs_and_broken_flips() -> None:
+    pods, jobs = preemption_world()
+    pods.append(pod("z1", "pre-z", "j-unseen", created=s(5)))
+    jobs[0].evictions += 1  # as if an eviction were counted twice
+    acc = measure(pods, jobs)["measurements"]["accounting"]
+    assert not acc["ok"] and acc["problem_count"] == 2
+    assert any("never saw" in p for p in acc["problems"]) and any("alternate" in p for p in acc["problems"])
+
+
+def test_timeline_to_batch_round_trip() -> None:
+    """A Job admitted, evicted and re-admitted through the Timeline is one instance, evicted once."""
+    tl = Timeline()
+    tl.apply_job("ADDED", _job("j1", suspend=True, parallelism=1), s(0))
+    tl.apply_job("MODIFIED", _job("j1", suspend=False, parallelism=1), s(2))
+    tl.apply_pod("ADDED", _pod("p1"), s(3))
+    tl.apply_pod("MODIFIED", _pod("p1", phase="Running", node="v100-1"), s(4))
+    tl.apply_job("MODIFIED", _job("j1", suspend=True, parallelism=1), s(10))
+    tl.apply_pod("DELETED", _pod("p1", phase="Running", node="v100-1"), s(11))
+    tl.apply_job("MODIFIED", _job("j1", suspend=False, parallelism=1), s(20))
+    tl.apply_pod("ADDED", _pod("p2"), s(21))
+    tl.apply_pod("MODIFIED", _pod("p2", phase="Succeeded", node="v100-1"), s(25))
+    tl.apply_job("MODIFIED", _job("j1", suspend=False, parallelism=1,
+                                  conditions=[{"type": "Complete", "status": "True"}]), s(26))
+    pods, jobs = tl.snapshot()
+    m = measure(pods, jobs, end_s=30)["measurements"]
+    assert m["instances"]["total"] == 1 and m["instances"]["completed"] == 1
+    assert m["preemption"]["jobs_evicted"]["evictions"] == 1 and m["accounting"]["ok"]
+    assert m["crosscheck_counts"]["kueue_admissions"] == 2
+    assert m["queue_wait_s"]["by_queue"]["lq-a"]["p50"] == 2.0
+
+
+def test_sources_name_every_measurement() -> None:
+    out = measure(*gang_whole())
+    assert set(out["measurements"]) == set(BATCH_SOURCES) == set(out["sources"])
