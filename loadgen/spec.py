@@ -29,6 +29,11 @@ YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rat
             node_selector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}
             tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
             run_duration: 60s       # optional, overrides the workload's
+        # batch fields (all optional; without them the objects are exactly what they always were)
+        gang: {min_members: all}    # all (sum of the replicas) | N (1 <= N <= that sum); Job and Pod only
+        queued: true                # to the tenant's queue when the run has Kueue (or Volcano); Job only
+        kueue_priority_class: batch-high   # Kueue WorkloadPriorityClass label; only with queued: true
+        topology: {level: rack, mode: require}   # rack | zone; require (default) | prefer
     arrival:
       curve: ramp                   # constant | ramp | steps | poisson | spike
       start_rate: 0.2
@@ -38,6 +43,24 @@ YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rat
       per_user_rate: 0.5            # instances/s per Locust user
       max_instances: 1000           # optional cap
       seed: 42
+
+A load spec (``loadspec.json``, or YAML) also takes, beside ``name``, ``namespace``,
+``scheduler_name``, ``workloads`` and ``arrival`` (all optional; the orchestrator sets the three
+switches per run variant)::
+
+    tenants:                        # none: every instance goes to `namespace`
+      - {name: team-a, namespace: team-a, share: 3}             # queue defaults to <name>-queue
+      - {name: team-b, namespace: team-b, share: 1, queue: b-queue}
+    gang_scheduling: false          # the cluster has the in-tree gang gates (scheduling.k8s.io/v1alpha2)
+    kueue: false                    # the cluster runs Kueue
+    volcano: false                  # the cluster runs Volcano (not with kueue or gang_scheduling)
+
+What they render is in :mod:`loadgen.workloads`.  Rules beyond the field types: a gang's
+``min_members`` is at most the instance's pods; a gang's roles run each pod once (completions unset
+or equal to replicas); Deployments take neither ``gang`` nor ``queued``, bare Pods no ``queued`` (a
+queue admits suspended Jobs; pods would need Kueue's pod webhook); tenant names are unique; with
+``kueue``, a queued workload needs tenants (they name the LocalQueues); with ``volcano``, Job roles have
+no completions of their own and names short enough for Volcano's pod names (``<job>-<role>-<index>``).
 """
 
 from __future__ import annotations
