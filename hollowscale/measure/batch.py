@@ -524,8 +524,10 @@ def _accounting(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], instances:
             "problems": problems[:50], "problem_count": len(problems), "ok": not problems}
 
 
-def _crosscheck_counts(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: float,
-                       end_ms: float) -> dict[str, Any]:
+def crosscheck_counts(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: float,
+                      end_ms: float) -> dict[str, Any]:
+    """What the timeline saw in [start_ms, end_ms] that Kueue and the scheduler count too (for
+    :func:`hollowscale.measure.batchprom.batch_crosscheck`; pass the window of the Prometheus queries)."""
     admissions = evictions = 0
     for j in jobs:
         if not j.queue:
@@ -629,7 +631,7 @@ def batch_measurements(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], *, 
         "tenant_share": share,
         "preemption": _preemption(pods, jobs, instances),
         "accounting": _accounting(pods, jobs, instances),
-        "crosscheck_counts": _crosscheck_counts(pods, jobs, start_ms, end_ms),
+        "crosscheck_counts": crosscheck_counts(pods, jobs, start_ms, end_ms),
     }
     series: dict[str, Any] = {"t_s": grid.t_s, "partial_jobs": partial_series, "partial_gpus": partial_gpus,
                               **share_series}

@@ -4,10 +4,17 @@ re-admission; DisruptionTarget), and :mod:`hollowscale.measure.batch` over synth
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 from hollowscale.measure.batch import BATCH_SOURCES, batch_measurements
+from hollowscale.measure.batchprom import batch_crosscheck, batch_prom_series, kueue_figures, scheduler_batch_figures
+from hollowscale.measure.prom import PromQueries
 from hollowscale.measure.timeline import JobRecord, PodRecord, Timeline, TimelineCollector
 from kubecore.config import KubeEndpoint
 from kubecore.watch import SYNC, deleted_stub
@@ -420,3 +427,100 @@ def test_timeline_to_batch_round_trip() -> None:
 def test_sources_name_every_measurement() -> None:
     out = measure(*gang_whole())
     assert set(out["measurements"]) == set(BATCH_SOURCES) == set(out["sources"])
+
+
+# ------------------------------------------------------------------------------------------ batchprom
+class FakeProm(PromQueries):
+    """Canned answers by query substring (first match wins); records every query like PromQueries."""
+
+    def __init__(self, answers: list[tuple[str, list[dict[str, Any]]]]):
+        self.log = []
+        self.answers = answers
+
+    def _answer(self, query: str) -> list[dict[str, Any]]:
+        return next((a for sub, a in self.answers if sub in query), [])
+
+    def instant(self, query: str, at: float, purpose: str) -> list[dict[str, Any]]:
+        self.log.append({"query": query, "time": at, "purpose": purpose})
+        return self._answer(query)
+
+    def range(self, query: str, start: float, end: float, step_s: float, purpose: str) -> list[dict[str, Any]]:
+        self.log.append({"query": query, "start": start, "end": end, "purpose": purpose})
+        return self._answer(query)
+
+
+def raw(labels: dict[str, str], samples: list[tuple[float, float]]) -> dict[str, Any]:
+    return {"metric": labels, "values": [[t, str(v)] for t, v in samples]}
+
+
+def one(labels: dict[str, str], v: float) -> dict[str, Any]:
+    return {"metric": labels, "value": [0, str(v)]}
+
+
+def test_kueue_figures_sum_counters_across_a_restart() -> None:
+    pq = FakeProm([
+        ("kueue_build_info", [one({}, 1)]),
+        ("kueue_admitted_workloads_total[", [
+            raw({"cluster_queue": "cq-a", "priority_class": "high"}, [(90, 2), (110, 5), (120, 1), (130, 3)]),
+            raw({"cluster_queue": "cq-b", "priority_class": "low"}, [(150, 4)])]),
+        ("kueue_evicted_workloads_total[", []),
+        ("histogram_quantile(0.5, sum by (le) (increase(kueue_admission_wait_time_seconds", [one({}, 2.5)]),
+        ("sum by (cluster_queue, status)", [one({"cluster_queue": "cq-a", "status": "active"}, 3)]),
+        ("max_over_time", [one({"cluster_queue": "cq-a"}, 7)]),
+    ])
+    k = kueue_figures(pq, 100.0, 200.0)
+    a = k["admitted_workloads"]
+    # cq-a: 2 -> 5 (+3), reset to 1 (+1), -> 3 (+2); cq-b appears in the window with 4
+    assert a["total"] == 10.0 and a["resets"] == 1
+    assert a["by_cluster_queue"] == {"cq-a": 6.0, "cq-b": 4.0} and a["by_priority_class"] == {"high": 6.0, "low": 4.0}
+    assert a["query"] == f"kueue_admitted_workloads_total[{100 + 300}s]"
+    assert k["evicted_workloads"]["total"] == 0.0  # Kueue is scraped: an absent counter is 0
+    assert k["admission_wait_s"]["p50"] == 2.5 and k["pending_workloads"]["max"] == {"cq-a": 7.0}
+    assert k["pending_workloads"]["at_end"] == {"cq-a": {"active": 3.0}}
+
+
+def test_scheduler_figures_without_podgroup_metrics_are_none_not_zero() -> None:
+    pq = FakeProm([('up{job="scheduler"}', [one({}, 1)])])
+    f = scheduler_batch_figures(pq, 0.0, 60.0)
+    assert not f["podgroups_available"] and f["podgroup_attempts"]["total"] is None
+    assert f["preemption_victims"]["total"] == 0.0  # scraped, no preemption
+    pq = FakeProm([('up{job="scheduler"}', [one({}, 1)]),
+                   ("podgroup_scheduling_algorithm_duration_seconds_count", [one({}, 4)]),
+                   ("scheduler_podgroup_schedule_attempts_total[", [
+                       raw({"result": "scheduled", "profile": "default-scheduler"}, [(10, 3)]),
+                       raw({"result": "unschedulable", "profile": "default-scheduler"}, [(-5, 1), (10, 6)])])])
+    f = scheduler_batch_figures(pq, 0.0, 60.0)
+    assert f["podgroups_available"] and f["podgroup_attempts"]["by_result"] == {"scheduled": 3.0, "unschedulable": 5.0}
+
+
+def test_batch_crosscheck_verdicts() -> None:
+    counts = {"kueue_admissions": 10, "kueue_evictions": 2, "gang_schedules": 4, "pods_preempted_by_scheduler": 3}
+    kueue = {"admitted_workloads": {"total": 10.0, "query": "qa"}, "evicted_workloads": {"total": 3.0, "query": "qe"}}
+    sched = {"podgroup_attempts": {"total": 9.0, "by_result": {"scheduled": 5.0}, "query": "qp"},
+             "preemption_victims": {"total": None, "query": "qv"}}
+    cc = batch_crosscheck(counts, kueue, sched, tolerance_pct=5.0)
+    c = cc["checks"]
+    assert c["kueue_admissions"]["agree"] is True and c["kueue_admissions"]["diff_pct"] == 0.0
+    assert c["kueue_evictions"]["agree"] is False and "DISAGREE" in c["kueue_evictions"]["verdict"]
+    assert c["gang_schedules"]["agree"] is True and c["gang_schedules"]["relation"] == "prom_at_least"
+    assert c["scheduler_preemption_victims"]["agree"] is None
+    assert cc["agree"] is False
+    assert batch_crosscheck({}, None, None, 5.0) == {"checks": {}, "agree": None}
+
+
+def test_promql_parses(tmp_path: Path) -> None:
+    """Every query the batch functions send is valid PromQL (promtool, when installed)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed")
+    pq = FakeProm([])
+    kueue_figures(pq, 0.0, 600.0)
+    scheduler_batch_figures(pq, 0.0, 600.0)
+    batch_prom_series(pq, 0.0, 600.0, 5.0)
+    # a rule must be an instant vector: wrap the raw-sample range selectors as Prometheus would accept them
+    exprs = [e["query"] if not e["query"].endswith("s]") else f"last_over_time({e['query']})" for e in pq.log]
+    rules = {"groups": [{"name": "g", "rules": [{"record": f"r{i}", "expr": e} for i, e in enumerate(exprs)]}]}
+    f = tmp_path / "rules.yaml"
+    f.write_text(yaml.safe_dump(rules))
+    res = subprocess.run([promtool, "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
