@@ -505,7 +505,8 @@ def _accounting(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], instances:
     if sum(counts.values()) != len(outcome):
         problems.append("outcomes do not add up to the instances")
     job_uids = {j.uid for j in jobs}
-    orphans = sum(1 for p in pods if p.owner_kind == "Job" and p.owner_uid not in job_uids)
+    orphans = sum(1 for p in pods if p.owner_kind == "Job" and p.owner_api in ("", "batch/v1")
+                  and p.owner_uid not in job_uids)
     if orphans:
         problems.append(f"{orphans} pods of Jobs the timeline never saw")
     for j in jobs:

@@ -48,14 +48,16 @@ from typing import Any
 from kubecore.config import KubeEndpoint
 from kubecore.quantity import parse_quantity
 from kubecore.watch import SYNC, list_then_watch, now_ms, session_for
-from loadgen.workloads import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_WORKLOAD
-
-#: the PodGroup a pod (or a Job's pods) belongs to, and the gang's minimum member count (annotation)
-LABEL_GANG = "hollowscale.io/gang"
-ANN_GANG_MIN = "hollowscale.io/gang-min"
-#: Kueue's LocalQueue label on a queued Job, and its workload priority class label
-LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
-LABEL_KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+from loadgen.workloads import (
+    ANN_GANG_MIN,
+    LABEL_GANG,
+    LABEL_INSTANCE,
+    LABEL_KUEUE_PRIORITY,
+    LABEL_KUEUE_QUEUE,
+    LABEL_ROLE,
+    LABEL_RUN,
+    LABEL_WORKLOAD,
+)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class PodRecord:
     ready_ms: float | None = None  # first event with condition Ready=True
     disrupted_ms: float | None = None  # first event with condition DisruptionTarget=True
     disruption_reason: str = ""  # that condition's reason (PreemptionByScheduler, EvictionByEvictionAPI, ...)
+    owner_api: str = ""  # the controller owner's apiVersion (batch/v1 Job, batch.volcano.sh/v1alpha1 Job, ...)
 
 
 @dataclass
@@ -188,11 +191,11 @@ class Timeline:
                 uid=uid, name=meta.get("name", ""), workload=labels.get(LABEL_WORKLOAD, ""),
                 role=labels.get(LABEL_ROLE, ""), instance=labels.get(LABEL_INSTANCE, ""),
                 owner_kind=owner.get("kind", ""), owner_uid=owner.get("uid", ""), gpus=_gpus(spec),
-                created_ms=t, server_created=meta.get("creationTimestamp", ""),
+                created_ms=t, server_created=meta.get("creationTimestamp", ""), owner_api=owner.get("apiVersion", ""),
                 namespace=meta.get("namespace", ""), gang=labels.get(LABEL_GANG, ""),
                 gang_min=_int_or_none(ann.get(ANN_GANG_MIN)),
                 priority_class=spec.get("priorityClassName") or labels.get(LABEL_KUEUE_PRIORITY, ""),
-                queue=labels.get(LABEL_QUEUE, ""),
+                queue=labels.get(LABEL_KUEUE_QUEUE, ""),
             )
             self.pods[uid] = rec
             if not owners:  # a bare pod is its own workload object
@@ -260,7 +263,7 @@ class Timeline:
             rec = JobRecord(uid, meta.get("name", ""), "Job", labels.get(LABEL_WORKLOAD, ""),
                             labels.get(LABEL_ROLE, ""), labels.get(LABEL_INSTANCE, ""), _gpus(tmpl),
                             parallelism, t,
-                            namespace=meta.get("namespace", ""), queue=labels.get(LABEL_QUEUE, ""),
+                            namespace=meta.get("namespace", ""), queue=labels.get(LABEL_KUEUE_QUEUE, ""),
                             gang=labels.get(LABEL_GANG) or tlabels.get(LABEL_GANG, ""),
                             gang_min=_int_or_none(ann.get(ANN_GANG_MIN) or tann.get(ANN_GANG_MIN)),
                             priority_class=tmpl.get("priorityClassName") or labels.get(LABEL_KUEUE_PRIORITY, ""),

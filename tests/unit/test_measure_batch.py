@@ -57,7 +57,8 @@ def _pod(uid: str, *, ns: str = "team-a", phase: str = "Pending", node: str = ""
         spec["nodeName"] = node
     return {"metadata": {"uid": uid, "name": f"p-{uid}", "namespace": ns, "labels": labels,
                          "annotations": {"hollowscale.io/gang-min": "2"},
-                         "ownerReferences": [{"kind": "Job", "uid": owner, "controller": True}]},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "uid": owner,
+                                              "controller": True}]},
             "spec": spec, "status": {"phase": phase, "conditions": conditions or []}}
 
 
@@ -109,6 +110,7 @@ def test_pod_ready_and_disruption_target() -> None:
     tl.apply_pod("DELETED", _pod("p1", phase="Failed", node="gpu-3", conditions=dis2), 600.0)
     p = tl.pods["p1"]
     assert (p.namespace, p.gang, p.gang_min, p.priority_class, p.queue) == ("team-a", "pg-1", 2, "low", "lq-a")
+    assert (p.owner_kind, p.owner_uid, p.owner_api) == ("Job", "j1", "batch/v1")
     assert (p.scheduled_ms, p.ready_ms, p.running_ms, p.finished_ms, p.deleted_ms) == (200.0, 300.0, 300.0, 500.0, 600.0)
     assert (p.disrupted_ms, p.disruption_reason) == (400.0, "PreemptionByScheduler")  # the first one
     assert p.gpus == 8.0 and p.phase == "Failed"
@@ -396,6 +398,9 @@ def test_preemption_and_accounting() -> None:
 def test_accounting_flags_pods_of_unseen_jobs_and_broken_flips() -> None:
     pods, jobs = preemption_world()
     pods.append(pod("z1", "pre-z", "j-unseen", created=s(5)))
+    volcano = pod("v1", "pre-v", "vj", created=s(5))
+    volcano.owner_api = "batch.volcano.sh/v1alpha1"  # not a batch/v1 Job: not watched, not an orphan
+    pods.append(volcano)
     jobs[0].evictions += 1  # as if an eviction were counted twice
     acc = measure(pods, jobs)["measurements"]["accounting"]
     assert not acc["ok"] and acc["problem_count"] == 2
