@@ -146,13 +146,6 @@ def _int_or_none(v: Any) -> int | None:
         return None
 
 
-def _condition_true(conditions: list[dict[str, Any]], typ: str) -> dict[str, Any] | None:
-    for c in conditions:
-        if c.get("type") == typ and c.get("status") == "True":
-            return c
-    return None
-
-
 def _csv_cell(v: Any) -> Any:
     """None -> empty; a list of times -> ``;``-joined."""
     if v is None:
@@ -223,15 +216,15 @@ class Timeline:
             if job is not None and job.finished_ms is None:
                 job.finished_ms = t
                 job.outcome = "Complete" if phase == "Succeeded" else "Failed"
-        if (rec.ready_ms is None or rec.disrupted_ms is None) and status.get("conditions"):
-            conds = status["conditions"]
-            if rec.ready_ms is None and _condition_true(conds, "Ready") is not None:
-                rec.ready_ms = t
-            if rec.disrupted_ms is None:
-                dt = _condition_true(conds, "DisruptionTarget")
-                if dt is not None:
+        if rec.disrupted_ms is None:  # one pass over the few conditions: Ready and DisruptionTarget
+            for c in status.get("conditions") or ():
+                ctype = c.get("type")
+                if ctype == "Ready":
+                    if rec.ready_ms is None and c.get("status") == "True":
+                        rec.ready_ms = t
+                elif ctype == "DisruptionTarget" and c.get("status") == "True":
                     rec.disrupted_ms = t
-                    rec.disruption_reason = dt.get("reason", "")
+                    rec.disruption_reason = c.get("reason", "")
         if typ == "DELETED" and rec.deleted_ms is None:
             rec.deleted_ms = t
             job = self.jobs.get(uid)
