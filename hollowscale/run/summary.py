@@ -143,7 +143,8 @@ def fault_recoveries(f: RunFacts, bound_ms: list[float], t0: float) -> list[dict
         if t is None:
             continue
         end = t + (entry.get("duration_s") or 0.0)
-        rec = fault_recovery(bound_ms, t * 1000.0, end * 1000.0, t0 * 1000.0, f.t_end * 1000.0, RecoverySettings())
+        rec = fault_recovery(bound_ms, t * 1000.0, end * 1000.0, t0 * 1000.0, f.t_end * 1000.0, RecoverySettings(),
+                             load_end_ms=f.t_load_end * 1000.0 if f.t_load_end else None)
         entry["recovery"] = rec
         out.append(dict(rec, type=entry.get("type"), component=entry.get("component"), at_s=round(t - t0, 3)))
     return out

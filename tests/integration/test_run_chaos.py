@@ -29,16 +29,19 @@ def test_chaos_short_recovers_and_loses_nothing(tmp_path: Path) -> None:
     doc["name"] = "chaos-short"
     doc["cluster"]["dir"] = str(tmp_path / "cluster")
     doc["pools"][0]["count"], doc["pools"][1]["count"] = 30, 10
-    doc["arrival"]["duration_s"] = "90s"
+    # an apiserver restart under load takes the kubelet's full 30 s grace (v1.36.3 does not finish its
+    # graceful shutdown sooner with watches open) and the scheduler and controller-manager lose their
+    # leases meanwhile: the load must outlast their backoffs for the recovery to be seen
+    doc["arrival"]["duration_s"] = "160s"
     doc["faults"] = [{"type": "component-kill", "component": "kube-scheduler", "at_s": "20s"},
-                     {"type": "component-restart", "component": "kube-apiserver", "at_s": "55s"}]
+                     {"type": "component-restart", "component": "kube-apiserver", "at_s": "50s"}]
     doc["measurements"]["settle_timeout_s"] = "180s"
-    doc["timeout_s"] = "600s"
+    doc["timeout_s"] = "800s"
     scen = tmp_path / "chaos-short.yaml"
     scen.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "reports"
     r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=700)
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"], (summary.get("incomplete_reason"), r.stdout[-3000:], r.stderr[-3000:])
