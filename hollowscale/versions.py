@@ -14,3 +14,6 @@ STAGING_VERSION = "v0." + KUBERNETES_VERSION.removeprefix("v1.")
 ETCD_VERSION = "v3.6.16"
 #: KWOK release, built only for the hollow-node benchmark (``sigs.k8s.io/kwok``).
 KWOK_VERSION = "v0.7.0"
+#: Kueue release run as one more local component (``sigs.k8s.io/kueue/cmd/kueue``), with its CRDs and
+#: webhook manifests read from the same module in the Go module cache.
+KUEUE_VERSION = "v0.17.0"
