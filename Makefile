@@ -12,11 +12,13 @@ PYTEST_ARGS ?=
 .PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
         bench-distill kind-up cluster-up cluster-down clean
 
-setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent)
-	@bash scripts/setup.sh
+KUEUE ?= 0
 
-setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST
-	@EXTRAS=dev,distill bash scripts/setup.sh
+setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent); KUEUE=1 adds Kueue
+	@KUEUE=$(KUEUE) bash scripts/setup.sh
+
+setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST, Kueue
+	@EXTRAS=dev,distill KUEUE=1 bash scripts/setup.sh
 
 setup-distill: ## what `hollowscale distill` needs: core + PyTorch, Fashion-MNIST (no control plane)
 	@EXTRAS=distill CONTROL_PLANE=0 bash scripts/setup.sh

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from hollowscale.cluster.binaries import BuildError, ensure_binaries
+from hollowscale.cluster.binaries import BuildError, ensure_binaries, kueue_binary
 from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
 from hollowscale.cluster.profiles import PROFILES
 
@@ -38,18 +38,22 @@ def main() -> None:
 
 
 @main.command()
-def setup() -> None:
+@click.option("--kueue", is_flag=True, envvar="HOLLOWSCALE_SETUP_KUEUE",
+              help="Also build Kueue (sigs.k8s.io/kueue/cmd/kueue, for `cluster up --kueue`).")
+def setup(kueue: bool) -> None:
     """Build (once) and cache the control-plane binaries from the Go module proxy."""
     started = time.monotonic()
     try:
         with console.status("checking the binary cache") as status:
-            bins = ensure_binaries(lambda msg: status.update(msg))
+            bins = ensure_binaries(lambda msg: status.update(msg), kueue=kueue)
     except BuildError as exc:
         console.print(f"[red]error:[/red] {exc}")
         sys.exit(1)
     console.print(f"control plane binaries ready ({time.monotonic() - started:.1f}s):")
     for path in bins.__dict__.values():
         click.echo(path)
+    if kueue:
+        click.echo(kueue_binary())
 
 
 @main.group()
@@ -70,10 +74,18 @@ _dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=Fal
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="kube-apiserver port on 127.0.0.1 (0 picks a free one).")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for ready.")
+@click.option("--gang-scheduling", is_flag=True,
+              help="In-tree gang scheduling: alpha gates GenericWorkload, GangScheduling, WorkloadWithJob, "
+                   "TopologyAwareWorkloadScheduling, WorkloadAwarePreemption and scheduling.k8s.io/v1alpha2.")
+@click.option("--kueue", is_flag=True,
+              help="Run Kueue too (CRDs, RBAC, webhooks for batch/v1 Jobs, fair sharing); needs root and "
+                   "`hollowscale setup --kueue`.")
 @_dir_option
-def cluster_up(profile: str, port: int, timeout: float, cluster_dir: Path) -> None:
+def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool,
+               cluster_dir: Path) -> None:
     """Start the local cluster (or reuse a running one) and print the kubeconfig path."""
-    local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port)
+    local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port, gang_scheduling=gang_scheduling,
+                         kueue=kueue)
     started = time.monotonic()
     try:
         with console.status("starting the local cluster") as status:
@@ -123,7 +135,25 @@ def cluster_status(cluster_dir: Path) -> None:
         click.echo(f"profile:    {info.profile}")
         click.echo(f"server:     {info.server}")
         click.echo(f"kubeconfig: {info.kubeconfig}")
-        click.echo(f"versions:   Kubernetes {info.kubernetes_version}, etcd {info.etcd_version}")
+        kq = info.features.get("kueue")
+        click.echo(f"versions:   Kubernetes {info.kubernetes_version}, etcd {info.etcd_version}"
+                   + (f", Kueue {kq['version']}" if kq else ""))
+        gates = info.features.get("feature_gates") or {}
+        if info.features.get("gang_scheduling"):
+            shown = sorted({g.split("=")[0] for got in gates.values() for g in got})
+            click.echo(f"gang:       on ({', '.join(shown)}; {info.features.get('runtime_config')})")
+            for comp, dropped in (info.features.get("feature_gates_dropped") or {}).items():
+                click.echo(f"{'':<12}{comp} does not know: {', '.join(dropped)}")
+        else:
+            click.echo("gang:       off")
+        if kq:
+            click.echo(f"kueue:      {', '.join(kq['frameworks'])}; fair sharing "
+                       f"{'on' if kq.get('fair_sharing') else 'off'}; waitForPodsReady "
+                       f"{kq['wait_for_pods_ready']['timeout'] if kq.get('wait_for_pods_ready') else 'off'}; "
+                       f"webhooks {len(kq.get('webhooks') or [])}; metrics {info.metrics.get('kueue')} "
+                       f"(token {info.metrics_tokens.get('kueue')})")
+        else:
+            click.echo("kueue:      off")
         click.echo(f"up for:     {time.time() - info.started_at:.0f}s")
     for s in statuses:
         state = s.state.upper() if s.state not in ("running", "stalled") else s.state
@@ -147,7 +177,7 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
       kill COMPONENT              SIGKILL; the supervisor restarts it after its crash-loop backoff
       restart COMPONENT           SIGTERM and start again at once (same flags, same data dir)
 
-    COMPONENT is etcd, kube-apiserver, kube-controller-manager or kube-scheduler.
+    COMPONENT is etcd, kube-apiserver, kube-controller-manager, kube-scheduler (or kueue when it runs).
     """
     from kubecore.durations import to_seconds
 

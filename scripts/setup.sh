@@ -8,12 +8,14 @@
 #   2. the virtual environment with hollowscale[EXTRAS] (reinstalled only when pyproject.toml changes
 #      or extras not installed yet are asked for; one stamp per pyproject.toml hash and extras set)
 #   3. the control-plane binaries, built from the Go module proxy and cached outside the repo
-#      (CONTROL_PLANE=0 skips them: the distillation bench alone runs no cluster)
+#      (CONTROL_PLANE=0 skips them: the distillation bench alone runs no cluster; KUEUE=1 adds Kueue,
+#      which `cluster up --kueue` and the test suite need)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXTRAS="${EXTRAS:-}"
 CONTROL_PLANE="${CONTROL_PLANE:-1}"
+KUEUE="${KUEUE:-0}"
 step() { printf '\033[1m[setup %s]\033[0m %s\n' "$1" "$2"; }
 
 # Extras as a sorted, de-duplicated, comma-separated set ("" = core only).
@@ -85,6 +87,14 @@ fi
 if [ "$CONTROL_PLANE" = 0 ]; then
   exit 0
 fi
-step "3/$TOTAL" "control-plane binaries (Kubernetes, etcd) from the Go module proxy"
+if [ "$KUEUE" = 1 ]; then
+  step "3/$TOTAL" "control-plane binaries (Kubernetes, etcd, Kueue) from the Go module proxy"
+else
+  step "3/$TOTAL" "control-plane binaries (Kubernetes, etcd) from the Go module proxy"
+fi
 command -v go >/dev/null || { echo "error: Go >= 1.26 is required (go not on PATH)"; exit 1; }
-.venv/bin/hollowscale setup
+if [ "$KUEUE" = 1 ]; then
+  .venv/bin/hollowscale setup --kueue
+else
+  .venv/bin/hollowscale setup
+fi

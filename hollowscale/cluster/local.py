@@ -11,15 +11,24 @@ restarts one that exits later with the kubelet's crash-loop backoff, as a real c
 pods are restarted; ``status`` shows restarts and the last reason, ``down`` stops the supervisor
 first.  The apiserver writes a narrow audit log (creates of pods, bindings and Jobs) so a run can
 count what the apiserver itself accepted, across restarts of any component.
+
+Batch scheduling: ``gang_scheduling`` turns on the in-tree gang scheduling gates of our Kubernetes
+build (Workload/PodGroup, ``scheduling.k8s.io/v1alpha2``) on apiserver, scheduler and
+controller-manager; ``kueue`` adds Kueue as one more supervised component
+(:mod:`hollowscale.cluster.kueue`).  Both are recorded in ``state.json`` (``ClusterInfo.features``);
+``up`` on a running cluster started with other features refuses.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
+import re
 import shutil
 import ssl
+import subprocess
 import sys
 import time
 import urllib.error
@@ -31,8 +40,9 @@ from typing import Any
 
 import yaml
 
-from hollowscale.cluster.binaries import Binaries, binaries
-from hollowscale.cluster.pki import ClusterPKI, create_pki
+from hollowscale.cluster import kueue as kueue_mod
+from hollowscale.cluster.binaries import Binaries, binaries, kueue_binary
+from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert
 from hollowscale.cluster.profiles import Profile, get_profile
 from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
 from hollowscale.cluster.supervisor import read_events as read_supervisor_events
@@ -46,6 +56,13 @@ DEFAULT_DIR = Path(".hollowscale/cluster")
 REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SERVICE_CIDR = "10.0.0.0/24"
+#: in-tree gang scheduling of Kubernetes v1.36 (alpha): Workload/PodGroup API, gang plugin, Job integration
+GANG_GATES = ("GenericWorkload", "GangScheduling", "WorkloadWithJob", "TopologyAwareWorkloadScheduling",
+              "WorkloadAwarePreemption")
+#: the API group version that serves ``workloads`` and ``podgroups``
+GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+#: components that take the gang gates (each gets only the gates its binary knows)
+GATED_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: the apiserver's audit policy: only what a run counts (creates of pods, bindings and Jobs), metadata only
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -79,6 +96,12 @@ class ClusterInfo:
         client_qps: component -> (client QPS, burst).
         flags: component -> the exact command line it runs with.
         reused: True when ``up`` found this cluster already running.
+        features: what the cluster was started with: ``gang_scheduling`` (bool), ``feature_gates``
+            (component -> the gates it got, ``Name=true``), ``feature_gates_dropped`` (component -> gates
+            its binary does not know), ``runtime_config`` (apiserver, or None), ``kueue`` (None, or its
+            ``version``, ``feature_gates``, ``frameworks``, ``fair_sharing``, ``wait_for_pods_ready``,
+            ``namespace``, ``ports`` and the registered ``webhooks``).
+        metrics_tokens: component -> file with the bearer token its metrics need (``kueue``).
     """
 
     dir: Path
@@ -97,6 +120,13 @@ class ClusterInfo:
     ports: dict[str, int]
     started_at: float
     reused: bool = False
+    features: dict[str, Any] = field(default_factory=dict)
+    metrics_tokens: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def kueue(self) -> bool:
+        """True when Kueue runs as a component of this cluster."""
+        return bool(self.features.get("kueue"))
 
     def ssl_context(self) -> ssl.SSLContext:
         """mTLS context of the admin user, verifying the cluster CA."""
@@ -133,6 +163,7 @@ class _State:
     started_at: float = field(default_factory=time.time)
     flags: dict[str, list[str]] = field(default_factory=dict)
     complete: bool = False
+    features: dict[str, Any] = field(default_factory=dict)
 
 
 class LocalCluster:
@@ -143,14 +174,27 @@ class LocalCluster:
         profile: ``default`` (upstream limits) or ``scale`` (limits lifted).
         apiserver_port: fixed kube-apiserver port, or 0 for a free one.
         bins: binaries to run (default: the cached ones of the pinned versions).
+        gang_scheduling: turn on the in-tree gang scheduling gates (:data:`GANG_GATES`) and
+            ``scheduling.k8s.io/v1alpha2`` (Workload, PodGroup).
+        kueue: run Kueue (:data:`hollowscale.versions.KUEUE_VERSION`) as one more component, with its
+            CRDs, RBAC and webhooks installed (needs root: it runs in a private mount namespace).
+        kueue_bin: the Kueue binary (default: the cached one; ``make setup KUEUE=1`` builds it).
     """
 
     def __init__(self, dir: Path = DEFAULT_DIR, profile: str = "default", apiserver_port: int = 0,
-                 bins: Binaries | None = None) -> None:
+                 bins: Binaries | None = None, gang_scheduling: bool = False, kueue: bool = False,
+                 kueue_bin: Path | None = None) -> None:
         self.dir = Path(dir).absolute()
         self.profile: Profile = get_profile(profile)
         self.apiserver_port = apiserver_port
         self.bins = bins or binaries()
+        self.gang_scheduling = gang_scheduling
+        self.kueue = kueue
+        self.kueue_bin = kueue_bin or kueue_binary()
+
+    @property
+    def kueue_layout(self) -> kueue_mod.KueueLayout:
+        return kueue_mod.KueueLayout(self.dir / "kueue")
 
     # ----------------------------------------------------------------- paths
     @property
@@ -204,6 +248,16 @@ class LocalCluster:
         pki = self.dir / "pki"
         ports = state.ports
         profile = get_profile(state.profile)
+        metrics = {
+            "apiserver": f"https://127.0.0.1:{ports['kube-apiserver']}/metrics",
+            "controller-manager": f"https://127.0.0.1:{ports['kube-controller-manager']}/metrics",
+            "scheduler": f"https://127.0.0.1:{ports['kube-scheduler']}/metrics",
+            "etcd": f"http://127.0.0.1:{ports['etcd-metrics']}/metrics",
+        }
+        tokens: dict[str, Path] = {}
+        if state.features.get("kueue"):
+            metrics["kueue"] = f"https://127.0.0.1:{ports['kueue-metrics']}/metrics"
+            tokens["kueue"] = self.kueue_layout.token
         return ClusterInfo(
             dir=self.dir,
             kubeconfig=self.kubeconfig_path,
@@ -214,12 +268,7 @@ class LocalCluster:
             ca_file=pki / "ca.crt",
             admin_cert=pki / "admin.crt",
             admin_key=pki / "admin.key",
-            metrics={
-                "apiserver": f"https://127.0.0.1:{ports['kube-apiserver']}/metrics",
-                "controller-manager": f"https://127.0.0.1:{ports['kube-controller-manager']}/metrics",
-                "scheduler": f"https://127.0.0.1:{ports['kube-scheduler']}/metrics",
-                "etcd": f"http://127.0.0.1:{ports['etcd-metrics']}/metrics",
-            },
+            metrics=metrics,
             pids={**{p["name"]: p["pid"] for p in state.processes},
                   **{n: c.pid for n, c in component_states(self.dir).items()}},
             client_qps=profile.client_qps(),
@@ -227,6 +276,8 @@ class LocalCluster:
             ports=dict(ports),
             started_at=state.started_at,
             reused=reused,
+            features=dict(state.features),
+            metrics_tokens=tokens,
         )
 
     def status(self) -> list[ComponentStatus]:
@@ -276,6 +327,7 @@ class LocalCluster:
             statuses = self.status()
             dead = [s.name for s in statuses if not s.alive and s.state != "backoff"]
             if existing.complete and not dead:
+                self._check_features(existing)
                 say(f"cluster already running in {self.dir} (profile {existing.profile}); reusing it")
                 return self._info(existing, reused=True)
             reason = (f"{', '.join(dead)} exited" if dead else "an earlier start did not finish")
@@ -286,6 +338,14 @@ class LocalCluster:
         missing = self.bins.missing()
         if missing:
             raise ClusterError(f"missing binary {missing[0]}; run `make setup` to build the control plane")
+        if self.kueue:
+            if not os.access(self.kueue_bin, os.X_OK):
+                raise ClusterError(f"missing binary {self.kueue_bin}; run `make setup KUEUE=1` (or "
+                                   "`hollowscale setup --kueue`) to build Kueue")
+            try:
+                kueue_mod.check_can_run()
+            except kueue_mod.KueueError as exc:
+                raise ClusterError(str(exc)) from None
         if self.apiserver_port and port_in_use(self.apiserver_port):
             raise ClusterError(f"port {self.apiserver_port} on 127.0.0.1 is already in use; pick another "
                                "with --port or stop what listens there")
@@ -296,16 +356,58 @@ class LocalCluster:
             self.down()
             raise
 
+    def _check_features(self, existing: _State) -> None:
+        """Refuse to reuse a running cluster started with other batch-scheduling features."""
+        running = {"gang_scheduling": bool(existing.features.get("gang_scheduling")),
+                   "kueue": bool(existing.features.get("kueue"))}
+        wanted = {"gang_scheduling": self.gang_scheduling, "kueue": self.kueue}
+        if running != wanted:
+            def show(f: dict[str, bool]) -> str:
+                on = [k.replace("_", "-") for k, v in f.items() if v]
+                return ", ".join(on) if on else "none"
+
+            raise ClusterError(
+                f"the running cluster in {self.dir} has features {show(running)}, this asks for {show(wanted)}; "
+                f"stop it (hollowscale cluster down --dir {self.dir}) or use another --dir")
+
+    def feature_gates(self) -> dict[str, list[str]]:
+        """component -> the gang gates it gets (``Name=true``): only those its binary knows."""
+        if not self.gang_scheduling:
+            return {}
+        paths = {"kube-apiserver": self.bins.kube_apiserver, "kube-controller-manager": self.bins.kube_controller_manager,
+                 "kube-scheduler": self.bins.kube_scheduler}
+        return {c: [f"{g}=true" for g in GANG_GATES if g in known_feature_gates(str(paths[c]))]
+                for c in GATED_COMPONENTS}
+
+    def _features(self, ports: dict[str, int]) -> dict[str, Any]:
+        gates = self.feature_gates()
+        return {
+            "gang_scheduling": self.gang_scheduling,
+            "feature_gates": gates,
+            "feature_gates_dropped": {c: [g for g in GANG_GATES if f"{g}=true" not in got] for c, got in gates.items()
+                                      if len(got) < len(GANG_GATES)},
+            "runtime_config": GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
+            "kueue": kueue_mod.features(self._kueue_ports(ports)) if self.kueue else None,
+        }
+
+    @staticmethod
+    def _kueue_ports(ports: dict[str, int]) -> kueue_mod.KueuePorts:
+        return kueue_mod.KueuePorts(webhook=ports["kueue-webhook"], metrics=ports["kueue-metrics"],
+                                    health=ports["kueue-health"])
+
     def _start(self, say: ProgressFn, timeout_s: float) -> ClusterInfo:
         deadline = time.monotonic() + timeout_s
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "logs").mkdir(exist_ok=True)
         names = ["etcd", "etcd-peer", "etcd-metrics", "kube-apiserver", "kube-controller-manager",
                  "kube-scheduler"]
+        if self.kueue:
+            names += ["kueue-webhook", "kueue-metrics", "kueue-health"]
         ports = dict(zip(names, free_ports(len(names)), strict=True))
         if self.apiserver_port:
             ports["kube-apiserver"] = self.apiserver_port
         state = _State(profile=self.profile.name, ports=ports)
+        state.features = self._features(ports)
         self._save_state(state)
         say("generating certificates")
         pki = create_pki(self.dir / "pki")
@@ -354,10 +456,31 @@ class LocalCluster:
         say("starting kube-controller-manager and kube-scheduler")
         launch("kube-controller-manager", self._controller_manager_argv(pki, ports))
         launch("kube-scheduler", self._scheduler_argv(pki, ports))
+        if self.kueue:
+            layout, kports = self.kueue_layout, self._kueue_ports(ports)
+            kubectl = kueue_mod.Kubectl(self.bins.kubectl, self.kubeconfig_path)
+            try:
+                module = kueue_mod.module_dir()
+                say("installing Kueue's CRDs and RBAC")
+                self._prepare_kueue(layout, kports, api)
+                kueue_mod.install_before_start(kubectl, module, layout,
+                                               timeout_s=max(5.0, deadline - time.monotonic()))
+            except kueue_mod.KueueError as exc:
+                raise ClusterError(f"Kueue: {exc}") from None
+            say("starting Kueue")
+            launch("kueue", kueue_mod.namespaced_argv(kueue_mod.kueue_argv(self.kueue_bin, layout), layout))
         wait_for("leader leases of scheduler and controller-manager",
                  lambda: _lease_held(api, ctx, "kube-scheduler") and _lease_held(api, ctx, "kube-controller-manager"))
         wait_for("the default ServiceAccount",
                  lambda: _get(f"{api}/api/v1/namespaces/default/serviceaccounts/default", ctx)[0] == 200)
+        if self.kueue:
+            wait_for("Kueue /readyz", lambda: kueue_mod.ready(kports))
+            try:
+                say("registering Kueue's webhooks and the metrics token")
+                hooks = kueue_mod.install_after_ready(kubectl, module, layout, kports, pki.ca.cert.read_bytes())
+            except kueue_mod.KueueError as exc:
+                raise ClusterError(f"Kueue: {exc} -- log: {self.log_path('kueue')}") from None
+            state.features["kueue"]["webhooks"] = hooks
         state.complete = True
         self._save_state(state)
         say(f"cluster ready at {api} (profile {self.profile.name})")
@@ -385,7 +508,25 @@ class LocalCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
         return stopped
 
+    def _prepare_kueue(self, layout: kueue_mod.KueueLayout, ports: kueue_mod.KueuePorts, api: str) -> None:
+        """Kueue's certificates (webhook and metrics serving, client), kubeconfig and Configuration."""
+        pki_dir = self.dir / "pki"
+        for sub in (layout.root, layout.webhook_certs, layout.metrics_certs, layout.mount_dir):
+            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for stem, target in (("kueue-webhook", layout.webhook_certs), ("kueue-metrics", layout.metrics_certs)):
+            pair = issue_cert(pki_dir, stem, f"hollowscale-{stem}", server=True, dns=("localhost",),
+                              ips=("127.0.0.1",))
+            shutil.copyfile(pair.cert, target / "tls.crt")
+            shutil.copyfile(pair.key, target / "tls.key")
+            os.chmod(target / "tls.key", 0o600)
+        client = issue_cert(pki_dir, "kueue", kueue_mod.USER, client=True)
+        write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=kueue_mod.USER)
+        layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(layout, ports), sort_keys=False))
+
     # ----------------------------------------------------------------- argv
+    def _gate_flags(self, component: str) -> list[str]:
+        gates = self.feature_gates().get(component)
+        return [f"--feature-gates={','.join(gates)}"] if gates else []
     def _etcd_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
         client = f"https://127.0.0.1:{ports['etcd']}"
         peer = f"http://127.0.0.1:{ports['etcd-peer']}"
@@ -435,6 +576,8 @@ class LocalCluster:
             "--audit-log-format=json",
             f"--cert-dir={self.dir / 'pki' / 'apiserver-generated'}",
             *self.profile.apiserver_flags,
+            *self._gate_flags("kube-apiserver"),
+            *([f"--runtime-config={GANG_RUNTIME_CONFIG}"] if self.gang_scheduling else []),
         ]
 
     def _secure_serving(self, component: str, port: int, kubeconfig: Path) -> list[str]:
@@ -462,6 +605,7 @@ class LocalCluster:
             "--leader-elect=true",
             f"--kube-api-qps={self.profile.controller_manager_qps:g}",
             f"--kube-api-burst={self.profile.controller_manager_burst}",
+            *self._gate_flags("kube-controller-manager"),
         ]
 
     def _scheduler_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
@@ -478,6 +622,7 @@ class LocalCluster:
             str(self.bins.kube_scheduler),
             f"--config={config}",
             *self._secure_serving("kube-scheduler", ports["kube-scheduler"], kubeconfig),
+            *self._gate_flags("kube-scheduler"),
         ]
 
     # ----------------------------------------------------------------- kubeconfigs
@@ -528,3 +673,19 @@ def _lease_held(api: str, ctx: ssl.SSLContext, name: str) -> bool:
     if status != 200:
         return False
     return bool(json.loads(body).get("spec", {}).get("holderIdentity"))
+
+
+@functools.lru_cache(maxsize=16)
+def known_feature_gates(binary: str) -> frozenset[str]:
+    """The feature gates a Kubernetes binary knows, from its ``--help`` (``Name=true|false (...)``).
+
+    A binary exits at start on an unknown gate ("unrecognized feature gate"), so each component gets
+    only the gates of :data:`GANG_GATES` it knows.  An unreadable help text yields all of them (the
+    component's own error then says which one it refused).
+    """
+    try:
+        out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset(GANG_GATES)
+    found = frozenset(re.findall(r"\b([A-Z][A-Za-z0-9]+)=true\|false", out.stdout + out.stderr))
+    return found or frozenset(GANG_GATES)

@@ -138,3 +138,17 @@ def create_pki(out: Path, service_ip: str = "10.0.0.1") -> ClusterPKI:
         service_account_key=sa_key_path,
         service_account_pub=sa_pub_path,
     )
+
+
+def issue_cert(pki_dir: Path, stem: str, cn: str, org: str | None = None, *, server: bool = False,
+               client: bool = False, dns: tuple[str, ...] = (), ips: tuple[str, ...] = ()) -> CertPair:
+    """Issue one more certificate from the CA that :func:`create_pki` wrote into ``pki_dir``.
+
+    Written as ``pki_dir/<stem>.crt`` and ``.key`` (mode 0600): e.g. Kueue's webhook and metrics serving
+    certificates (``server``, SANs ``localhost`` and ``127.0.0.1``) and its client certificate.
+    """
+    ca_cert = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{pki_dir / 'ca.key'} is not an ECDSA key")
+    return _issue(ca_key, ca_cert, _name(cn, org), pki_dir, stem, server=server, client=client, dns=dns, ips=ips)

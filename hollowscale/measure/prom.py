@@ -3,17 +3,20 @@
 :class:`PrometheusServer` writes a scrape config for the control plane (apiserver with the admin
 client certificate, scheduler and controller-manager over https without verification, etcd over
 http) and the hollow agents, starts Prometheus on a free loopback port with its TSDB in the run
-folder, and stops it.  :class:`PromQueries` asks it, through ``prometheus-api-client``, for the
+folder, and stops it.  Kueue's metrics (https behind controller-runtime's authn/authz filter) are
+scraped with the cluster CA and a bearer token file.  :class:`PromQueries` asks it, through ``prometheus-api-client``, for the
 figures of the report; every query string is returned with its value so the report can name it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -30,7 +33,8 @@ API_SLI = "apiserver_request_sli_duration_seconds_bucket"
 
 @dataclass
 class Target:
-    """One scrape job: ``scheme`` http|https, ``addresses`` host:port, TLS files, metrics path."""
+    """One scrape job: ``scheme`` http|https, ``addresses`` host:port, TLS files, metrics path, and
+    ``bearer_token_file`` (sent as ``Authorization: Bearer``, re-read by Prometheus on every scrape)."""
 
     job: str
     scheme: str
@@ -40,15 +44,26 @@ class Target:
     key_file: str | None = None
     insecure: bool = False
     path: str = "/metrics"
+    bearer_token_file: str | None = None
 
 
-def targets_from_metrics(metrics: dict[str, str], ca: str | None, cert: str | None, key: str | None) -> list[Target]:
-    """Scrape targets from ``ClusterInfo.metrics`` (component -> URL)."""
+def targets_from_metrics(metrics: dict[str, str], ca: str | None, cert: str | None, key: str | None,
+                         tokens: Mapping[str, str | os.PathLike[str]] | None = None) -> list[Target]:
+    """Scrape targets from ``ClusterInfo.metrics`` (component -> URL).
+
+    ``tokens`` (``ClusterInfo.metrics_tokens``: component -> bearer token file) marks the components
+    that need a token: they are scraped with it and verified against ``ca`` (Kueue's metrics
+    certificate is issued by the cluster CA).
+    """
     out = []
+    tokens = tokens or {}
     for comp, url in sorted(metrics.items()):
         u = urllib.parse.urlsplit(url)
         if comp == "apiserver":
             out.append(Target(comp, u.scheme, [u.netloc], ca_file=ca, cert_file=cert, key_file=key, path=u.path or "/metrics"))
+        elif comp in tokens:
+            out.append(Target(comp, u.scheme, [u.netloc], ca_file=ca, path=u.path or "/metrics",
+                              bearer_token_file=os.fspath(tokens[comp])))
         else:
             out.append(Target(comp, u.scheme, [u.netloc], insecure=u.scheme == "https", path=u.path or "/metrics"))
     return out
@@ -74,6 +89,8 @@ def scrape_config(targets: list[Target], interval_s: float) -> dict[str, Any]:
                 tls["cert_file"] = t.cert_file
                 tls["key_file"] = t.key_file
             job["tls_config"] = tls
+        if t.bearer_token_file:
+            job["authorization"] = {"type": "Bearer", "credentials_file": t.bearer_token_file}
         jobs.append(job)
     return {"global": {"scrape_interval": iv, "evaluation_interval": iv}, "scrape_configs": jobs}
 

@@ -1,0 +1,339 @@
+"""Kueue as one more component of the local cluster, run the way a real install runs it.
+
+What a real install gets from its Deployment, Services and cert-manager, this module gives a process on
+127.0.0.1 (all of it read from the Kueue module in the Go module cache, at :data:`KUEUE_VERSION`):
+
+* **CRDs**: the v1beta2 CRDs of ``config/components/crd/bases/``, server-side applied before Kueue
+  starts, waited for until Established.
+* **RBAC**: Kueue's own ``manager-role``, ``manager-secrets-role`` and ``metrics-auth-role``
+  (``config/components/rbac/``), bound to the user ``kueue`` of its client certificate (no
+  ``system:masters``), so its requests are authorised as in a real cluster.
+* **Webhooks**: Kueue's ``mutating-``/``validating-webhook-configuration`` from
+  ``config/components/webhook/manifests.yaml``, kept for Kueue's own kinds and the enabled
+  integrations (``batch/job``) and pointed at ``https://127.0.0.1:PORT/...`` with the cluster CA as
+  caBundle, registered once Kueue is ready: a Job created with ``kueue.x-k8s.io/queue-name`` and not
+  suspended is suspended by the webhook, as in a real install.
+* **Certificates**: webhook and metrics serving certificates from the cluster CA (SANs ``localhost``,
+  ``127.0.0.1``).  Kueue reads its metrics certificate from the fixed path
+  ``/etc/kueue/metrics/certs/tls.{crt,key}`` (``cmd/kueue/main.go``; no flag or config field moves it
+  when ``internalCertManagement`` is off).  Nothing is written into the machine's ``/etc``: Kueue runs
+  in a private mount namespace (``unshare --mount --propagation private``) where a tmpfs on
+  ``<cluster>/kueue/mnt`` holds an overlay's upper dir over ``/etc``; only Kueue's view has
+  ``/etc/kueue/...``, and every mount vanishes with its process (nothing to unmount on ``down``).
+  Mounts below ``/etc`` (a container's ``/etc/hosts``) are bound again on top of the overlay.
+* **Metrics**: https behind controller-runtime's authn/authz filter: a ServiceAccount
+  ``hollowscale-metrics-reader`` with ``get`` on ``/metrics`` and a TokenRequest token (1 year) in
+  ``<cluster>/kueue/metrics-token``, for Prometheus's ``authorization.credentials_file``.
+
+Configuration (``config.kueue.x-k8s.io/v1beta2``, strict decoder): leader election off, internal cert
+management off, fair sharing on (``fairSharing`` present = on in v1beta2; preemption strategies
+``[LessThanOrEqualToFinalShare, LessThanInitialShare]``, Kueue's documented default pair),
+``waitForPodsReady`` on (present = on in v1beta2: ``timeout: 5m``, ``blockAdmission: false``), and
+``--feature-gates=VisibilityOnDemand=false`` (the visibility API server would need an APIService).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hollowscale.versions import KUEUE_VERSION
+
+NAMESPACE = "kueue-system"
+#: Kueue's client certificate user (its RBAC subject)
+USER = "kueue"
+#: the visibility on-demand API server needs an APIService and a Service: off out of cluster
+FEATURE_GATES = "VisibilityOnDemand=false"
+FRAMEWORKS: tuple[str, ...] = ("batch/job",)
+#: v1beta2: ``fairSharing`` present means enabled; this is the default pair of strategies of the docs
+FAIR_SHARING: dict[str, Any] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+#: v1beta2: ``waitForPodsReady`` present means enabled (v1beta1's ``enable`` field is gone)
+WAIT_FOR_PODS_READY: dict[str, Any] = {"timeout": "5m", "blockAdmission": False}
+METRICS_READER = "hollowscale-metrics-reader"
+#: the admitted workloads' resources the webhooks of each integration cover: (API group, resource)
+_FRAMEWORK_RESOURCES: dict[str, tuple[str, str]] = {"batch/job": ("batch", "jobs"), "pod": ("", "pods")}
+#: the kustomize patch of a real install: the pod webhooks skip these namespaces
+_POD_WEBHOOK_EXCLUDED = ["kube-system", NAMESPACE]
+#: how long the metrics reader's token lives (the cluster CA lives 365 days too)
+TOKEN_DURATION = "8760h"
+
+
+class KueueError(RuntimeError):
+    """Kueue could not be installed or started; one line saying why."""
+
+
+@dataclass(frozen=True)
+class KueuePorts:
+    """Kueue's listeners on 127.0.0.1: webhook (https), metrics (https + token), health (http)."""
+
+    webhook: int
+    metrics: int
+    health: int
+
+
+@dataclass(frozen=True)
+class KueueLayout:
+    """Kueue's files in the cluster directory (``<cluster>/kueue``)."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def webhook_certs(self) -> Path:
+        """``tls.crt``/``tls.key`` of the webhook server (the Configuration's ``webhook.certDir``)."""
+        return self.root / "webhook-certs"
+
+    @property
+    def metrics_certs(self) -> Path:
+        """Source of ``/etc/kueue/metrics/certs`` in Kueue's mount namespace."""
+        return self.root / "metrics-certs"
+
+    @property
+    def mount_dir(self) -> Path:
+        """Mount point of the tmpfs that exists in Kueue's mount namespace only (empty outside)."""
+        return self.root / "mnt"
+
+    @property
+    def token(self) -> Path:
+        """Bearer token of the metrics reader (Prometheus's ``credentials_file``)."""
+        return self.root / "metrics-token"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+
+def module_dir() -> Path:
+    """The Kueue module's directory in the Go module cache (downloaded from the proxy when missing)."""
+    from hollowscale.cluster.binaries import BuildError, go_mod_download
+
+    try:
+        info = go_mod_download("sigs.k8s.io/kueue", KUEUE_VERSION)
+    except BuildError as exc:
+        raise KueueError(str(exc).splitlines()[0]) from None
+    return Path(info["Dir"])
+
+
+# --------------------------------------------------------------------------------------------- rendering
+def render_config(layout: KueueLayout, ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS,
+                  fair_sharing: dict[str, Any] | None = FAIR_SHARING,
+                  wait_for_pods_ready: dict[str, Any] | None = WAIT_FOR_PODS_READY) -> dict[str, Any]:
+    """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a process on 127.0.0.1."""
+    doc: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "manageJobsWithoutQueueName": False,
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(layout.webhook_certs)},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
+        "integrations": {"frameworks": list(frameworks)},
+    }
+    if fair_sharing is not None:
+        doc["fairSharing"] = copy.deepcopy(fair_sharing)
+    if wait_for_pods_ready is not None:
+        doc["waitForPodsReady"] = copy.deepcopy(wait_for_pods_ready)
+    return doc
+
+
+def kueue_argv(binary: Path, layout: KueueLayout) -> list[str]:
+    """Kueue's own command line."""
+    return [str(binary), f"--config={layout.config}", f"--kubeconfig={layout.kubeconfig}",
+            f"--feature-gates={FEATURE_GATES}", "--zap-log-level=info"]
+
+
+#: run in Kueue's private mount namespace before exec: a tmpfs for the overlay's upper and work dirs,
+#: the metrics certificate copied to upper/kueue/metrics/certs, the overlay on /etc, mounts that were
+#: below /etc bound again from a recursive bind of the original /etc, then exec Kueue.
+_NAMESPACE_SCRIPT = r"""set -eu
+mnt=$1 certs=$2; shift 2
+mount -t tmpfs -o size=4m,mode=0700 hollowscale-kueue "$mnt"
+mkdir -p "$mnt/upper/kueue/metrics/certs" "$mnt/work" "$mnt/etc"
+cp "$certs/tls.crt" "$certs/tls.key" "$mnt/upper/kueue/metrics/certs/"
+below=$(awk '$5 ~ "^/etc/" {print $5}' /proc/self/mountinfo)
+[ -z "$below" ] || mount --rbind /etc "$mnt/etc"
+mount -t overlay hollowscale-kueue-etc -o "lowerdir=/etc,upperdir=$mnt/upper,workdir=$mnt/work" /etc
+for m in $below; do mount --bind "$mnt/etc/${m#/etc/}" "$m"; done
+exec "$@"
+"""
+
+
+def namespaced_argv(argv: list[str], layout: KueueLayout) -> list[str]:
+    """``argv`` run in a private mount namespace whose ``/etc`` has Kueue's metrics certificate.
+
+    The pid stays the same through ``unshare``, ``sh`` and Kueue (each execs the next), so the
+    supervisor stops and restarts Kueue itself; the namespace and its mounts end with that process.
+    """
+    for path in (layout.mount_dir, layout.metrics_certs):
+        if any(c in str(path) for c in ",:\n "):
+            raise KueueError(f"the cluster dir {layout.root.parent} has a ',', ':' or space in its path, which an "
+                             "overlay mount option cannot carry; pick another --dir")
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    return [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _NAMESPACE_SCRIPT,
+            "kueue-mount-namespace", str(layout.mount_dir), str(layout.metrics_certs), *argv]
+
+
+def render_webhooks(manifests: str, port: int, ca_pem: bytes,
+                    frameworks: Iterable[str] = FRAMEWORKS) -> list[dict[str, Any]]:
+    """Kueue's webhook configurations, for Kueue's kinds and ``frameworks`` only, served by URL.
+
+    ``manifests`` is ``config/components/webhook/manifests.yaml`` of the module: each webhook's
+    ``clientConfig.service`` becomes ``url: https://127.0.0.1:PORT<path>`` with ``caBundle``; webhooks of
+    integrations that are off are dropped (Kueue does not serve their paths).  Names get a
+    ``kueue-`` prefix, as the install's kustomization gives them.
+    """
+    allowed = {("kueue.x-k8s.io", "*")} | {_FRAMEWORK_RESOURCES[f] for f in frameworks if f in _FRAMEWORK_RESOURCES}
+    bundle = base64.b64encode(ca_pem).decode()
+    out = []
+    for doc in yaml.safe_load_all(manifests):
+        if not doc:
+            continue
+        doc = copy.deepcopy(doc)
+        kept = []
+        for hook in doc.get("webhooks") or []:
+            pairs = {(g, r.split("/")[0]) for rule in hook.get("rules") or []
+                     for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []}
+            if not pairs or not all((g, r) in allowed or (g, "*") in allowed for g, r in pairs):
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            if ("", "pods") in pairs:
+                hook["namespaceSelector"] = {"matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(_POD_WEBHOOK_EXCLUDED)}]}
+            kept.append(hook)
+        doc["metadata"] = {"name": f"kueue-{doc['metadata']['name']}"}
+        doc["webhooks"] = kept
+        out.append(doc)
+    return out
+
+
+def render_rbac(module: Path) -> list[dict[str, Any]]:
+    """Kueue's roles bound to :data:`USER` (``manager-role``, ``metrics-auth-role``, and the Role
+    ``manager-secrets-role`` in :data:`NAMESPACE`, whose Secrets its cache watches), and the metrics
+    reader: a ServiceAccount with ``get`` on ``/metrics`` (``metrics-reader``).  Names get a ``kueue-``
+    prefix, as the install's kustomization gives them."""
+    rbac = module / "config" / "components" / "rbac"
+    user = {"kind": "User", "name": USER, "apiGroup": "rbac.authorization.k8s.io"}
+    reader = {"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}
+    out: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}},
+    ]
+    for file, subject in (("role.yaml", user), ("manager_secrets_role.yaml", user),
+                          ("metrics_auth_role.yaml", user), ("metrics_reader_role.yaml", reader)):
+        for role in yaml.safe_load_all((rbac / file).read_text()):
+            if not role or role.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            meta: dict[str, Any] = {"name": f"kueue-{role['metadata']['name']}"}
+            if role["kind"] == "Role":
+                meta["namespace"] = NAMESPACE
+            out.append({**role, "metadata": meta})
+            out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role['kind']}Binding",
+                        "metadata": dict(meta),
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": meta["name"]},
+                        "subjects": [dict(subject)]})
+    return out
+
+
+# --------------------------------------------------------------------------------------------- install
+class Kubectl:
+    """The cached kubectl against one kubeconfig; failures raise :class:`KueueError` with stderr."""
+
+    def __init__(self, binary: Path, kubeconfig: Path) -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+
+    def __call__(self, *args: str, stdin: str | None = None, timeout_s: float = 120.0) -> str:
+        cmd = [str(self.binary), f"--kubeconfig={self.kubeconfig}", *args]
+        try:
+            out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise KueueError(f"kubectl {' '.join(args[:3])} timed out after {timeout_s:g}s") from None
+        if out.returncode != 0:
+            lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+            raise KueueError(f"kubectl {' '.join(args[:3])} failed: {lines[-1] if lines else out.returncode}")
+        return out.stdout
+
+    def apply(self, objects: list[dict[str, Any]] | Path) -> None:
+        """Server-side apply (field manager ``hollowscale``) of objects or of a file/dir of manifests."""
+        common = ["apply", "--server-side", "--force-conflicts", "--field-manager=hollowscale"]
+        if isinstance(objects, Path):
+            self(*common, "-f", str(objects))
+        else:
+            self(*common, "-f", "-", stdin=yaml.safe_dump_all(objects, sort_keys=False))
+
+
+def crd_dir(module: Path) -> Path:
+    return module / "config" / "components" / "crd" / "bases"
+
+
+def install_before_start(kubectl: Kubectl, module: Path, layout: KueueLayout, timeout_s: float = 60.0) -> None:
+    """CRDs (applied, then waited for until Established), namespace, RBAC and the metrics reader."""
+    crds = crd_dir(module)
+    kubectl.apply(crds)
+    kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crds),
+            timeout_s=timeout_s + 10)
+    rbac = render_rbac(module)
+    layout.manifests.mkdir(parents=True, exist_ok=True)
+    (layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
+    kubectl.apply(rbac)
+
+
+def install_after_ready(kubectl: Kubectl, module: Path, layout: KueueLayout, ports: KueuePorts,
+                        ca_pem: bytes) -> list[str]:
+    """Webhook configurations (by URL) and the metrics reader's token; returns the webhooks' names."""
+    hooks = render_webhooks((module / "config" / "components" / "webhook" / "manifests.yaml").read_text(),
+                            ports.webhook, ca_pem)
+    layout.manifests.mkdir(parents=True, exist_ok=True)
+    (layout.manifests / "webhooks.yaml").write_text(yaml.safe_dump_all(hooks, sort_keys=False))
+    kubectl.apply(hooks)
+    token = kubectl("create", "token", METRICS_READER, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}").strip()
+    layout.token.write_text(token)
+    os.chmod(layout.token, 0o600)
+    return [h["name"] for doc in hooks for h in doc["webhooks"]]
+
+
+def ready(ports: KueuePorts) -> bool:
+    """Kueue's ``/readyz``: ok once its webhook server listens with its certificate."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.health}/readyz", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
+def check_can_run() -> None:
+    """Kueue's private mount namespace needs root (CAP_SYS_ADMIN) and util-linux's ``unshare``."""
+    if os.geteuid() != 0:
+        raise KueueError("Kueue runs in a private mount namespace (its metrics certificate must appear at "
+                         "/etc/kueue/metrics/certs without touching the machine's /etc): that needs root")
+    if shutil.which("unshare") is None and not Path("/usr/bin/unshare").exists():
+        raise KueueError("`unshare` (util-linux) is not installed; Kueue needs it for its mount namespace")
+
+
+def features(ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS) -> dict[str, Any]:
+    """What ``ClusterInfo.features['kueue']`` records of this Kueue."""
+    return {"version": KUEUE_VERSION, "feature_gates": FEATURE_GATES, "frameworks": list(frameworks),
+            "fair_sharing": copy.deepcopy(FAIR_SHARING), "wait_for_pods_ready": copy.deepcopy(WAIT_FOR_PODS_READY),
+            "namespace": NAMESPACE, "ports": json.loads(json.dumps(ports.__dict__))}
