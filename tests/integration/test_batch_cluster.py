@@ -88,13 +88,18 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     finally:
         if agent is not None:
             agent.stop()
-        logs = root / "c" / "logs"
-        if logs.exists():
-            target = ARTIFACTS / "batch-cluster-logs"
-            target.mkdir(parents=True, exist_ok=True)
-            for log in logs.iterdir():
-                (target / log.name).write_bytes(log.read_bytes())
+        _keep_logs(local)
         local.down()
+
+
+def _keep_logs(local: LocalCluster) -> None:
+    """The component logs, kept for post-mortems (before ``down`` removes the cluster dir)."""
+    logs = local.dir / "logs"
+    if logs.exists():
+        target = ARTIFACTS / "batch-cluster-logs"
+        target.mkdir(parents=True, exist_ok=True)
+        for log in logs.iterdir():
+            (target / log.name).write_bytes(log.read_bytes())
 
 
 def _namespace(b: Batch, name: str) -> str:
@@ -237,6 +242,11 @@ def test_kueue_admits_by_quota_across_a_fair_sharing_cohort(batch: Batch) -> Non
     wait_until("admitted Jobs' pods bound to the pool", lambda: sum(
         1 for ns in queues.values() for p in b.core.list_namespaced_pod(ns).items
         if p.spec.node_name and p.spec.node_name.startswith(b.kueue_pool)) == 4, 60)
+    # with WorkloadWithJob on, the Job controller also gives Kueue's Jobs in-tree Workloads/PodGroups
+    pgs = b.custom.list_namespaced_custom_object(*V1A2, queues["a"], "podgroups")["items"]
+    grouped = [p.spec.scheduling_group is not None if hasattr(p.spec, "scheduling_group") else "?"
+               for p in b.core.list_namespaced_pod(queues["a"]).items]
+    print(f"in-tree PodGroups for team a's Jobs: {len(pgs)}; pods with schedulingGroup: {grouped}")
     # finishing one of team b's Jobs frees 2 GPUs: exactly one more workload is admitted
     done = now["b"][0]
     b.batch.delete_namespaced_job(done, queues["b"], propagation_policy="Background")
@@ -303,6 +313,7 @@ def test_kueue_metrics_cert_only_in_its_namespace_and_down_leaves_nothing(batch:
         LocalCluster(b.local.dir).up()
     pids = dict(b.info.pids)
     b.agent.stop()
+    _keep_logs(b.local)
     stopped = b.local.down()
     assert "kueue" in stopped
     for name, pid in pids.items():
