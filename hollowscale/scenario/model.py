@@ -13,6 +13,7 @@ durations (``90s``, ``5m``) or numbers of seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -22,9 +23,18 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, model_validator
 
 from hollow.pools import Pools, PoolSpec, pools_to_doc
+from hollowscale.scenario.batch import (
+    CohortSpec,
+    PriorityClassSpec,
+    TenantSpec,
+    VariantSpec,
+    check_quotas,
+    check_tenants,
+    check_variants,
+)
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
-from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, Workloads, WorkloadSpec
+from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads, WorkloadSpec
 
 BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
@@ -94,7 +104,11 @@ class ClusterSpec(Spec):
             ``.hollowscale/cluster-scale`` for ``scale``).
         scheduler_name: ``spec.schedulerName`` of every submitted pod.
         namespace: namespace the load is submitted to; created (and deleted after) when absent, else
-            used as it is and only the run's own objects are deleted after.
+            used as it is and only the run's own objects are deleted after.  With ``tenants``, the
+            default prefix of their namespaces.
+        gang_scheduling: the local cluster runs kube-scheduler's in-tree gang scheduling (alpha
+            gates, ``scheduling.k8s.io/v1alpha2`` Workload/PodGroup); gang workloads get a PodGroup.
+        kueue: the local cluster runs Kueue; queued workloads go to their tenant's LocalQueue.
     """
 
     backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
@@ -103,6 +117,8 @@ class ClusterSpec(Spec):
     dir: StrictStr | None = None
     scheduler_name: DnsSubdomain = "default-scheduler"
     namespace: Namespace = "hollowscale-load"
+    gang_scheduling: StrictBool = False
+    kueue: StrictBool = False
 
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
@@ -273,6 +289,10 @@ class ScenarioFile(Spec):
     slos: tuple[SloSpec, ...] = ()
     slo_defaults: StrictBool = True
     timeout_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 1.0))] | None = None
+    tenants: tuple[TenantSpec, ...] = ()
+    cohorts: tuple[CohortSpec, ...] = ()
+    priority_classes: tuple[PriorityClassSpec, ...] = ()
+    variants: tuple[VariantSpec, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioFile:
@@ -295,6 +315,23 @@ class ScenarioFile(Spec):
                 problems.append((("slos", i, "name"), f"duplicate SLO name {s.name!r}"))
             seen.add(s.name)
         problems += _fit_problems(self.pools, self.workloads)
+        problems += check_tenants(self.tenants, {p.name: dict(p.allocatable) for p in self.pools})
+        problems += check_variants(self.variants)
+        allocatable = {p.name: dict(p.allocatable) for p in self.pools}
+        for i, c in enumerate(self.cohorts):
+            problems += check_quotas(("cohorts", i, "quotas"), c.quotas, allocatable)
+        declared = {pc.name for pc in self.priority_classes}
+        for i, w in enumerate(self.workloads):
+            if w.priority_class and w.priority_class not in declared and not w.priority_class.startswith("system-"):
+                problems.append((("workloads", i, "priority_class"), f"{w.priority_class!r} is not declared under "
+                                 "priority_classes (the run creates the classes it uses)"))
+            kueue_somewhere = self.cluster.kueue or any(v.kueue for v in self.variants)
+            if w.queued and kueue_somewhere and not self.tenants:
+                problems.append((("workloads", i, "queued"), "queued workloads need tenants (each has a queue)"))
+        if (self.cluster.gang_scheduling or self.cluster.kueue or any(v.gang_scheduling or v.kueue for v in self.variants)) \
+                and self.cluster.backend != "local":
+            problems.append((("cluster", "backend"), "gang_scheduling and kueue are started by hollowscale on the local "
+                             f"cluster; backend {self.cluster.backend!r} runs what its cluster has"))
         raise_problems("scenario", problems)
         return self
 
@@ -343,6 +380,12 @@ class Scenario:
     measurements: MeasurementSpec
     slos: tuple[SloSpec, ...]
     timeout_s: float
+    tenants: tuple[TenantSpec, ...] = ()
+    priority_classes: tuple[PriorityClassSpec, ...] = ()
+    variants: tuple[VariantSpec, ...] = ()
+    variant: str = ""
+    cohorts: tuple[CohortSpec, ...] = ()
+    preemption: bool = True
 
     @classmethod
     def from_file(cls, f: ScenarioFile, source: str) -> Scenario:
@@ -352,11 +395,36 @@ class Scenario:
         slos.update({s.name: s for s in f.slos})
         timeout = f.timeout_s if f.timeout_s is not None else (
             f.arrival.duration_s + f.measurements.settle_timeout_s + f.agents.ready_timeout_s + 120)
+        tenants = tuple(t if t.namespace else t.model_copy(update={"namespace": f"{f.cluster.namespace}-{t.name}"[:63]})
+                        for t in f.tenants)
         load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=f.cluster.scheduler_name,
-                        workloads=f.workloads, arrival=f.arrival)
+                        workloads=f.workloads, arrival=f.arrival,
+                        tenants=tuple(TenantLoad(name=t.name, namespace=str(t.namespace), share=t.share) for t in tenants),
+                        gang_scheduling=f.cluster.gang_scheduling, kueue=f.cluster.kueue)
         return cls(name=f.name, source=source, description=f.description, cluster=f.cluster, agents=f.agents,
                    pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
-                   slos=tuple(slos.values()), timeout_s=float(timeout))
+                   slos=tuple(slos.values()), timeout_s=float(timeout), tenants=tenants,
+                   priority_classes=f.priority_classes, variants=f.variants, cohorts=f.cohorts)
+
+    def with_variant(self, v: VariantSpec) -> Scenario:
+        """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
+        cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
+        load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
+        return dataclasses.replace(self, cluster=cluster, load=load, variant=v.name, preemption=v.preemption)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """Every namespace the load is submitted to."""
+        return self.load.namespaces()
+
+    def deserved_shares(self) -> dict[str, float]:
+        """Each tenant namespace's deserved share of the GPUs under saturation: weight / sum of weights."""
+        total = sum(t.weight for t in self.tenants)
+        return {str(t.namespace): t.weight / total for t in self.tenants} if total else {}
+
+    def gpus_by_pool(self) -> dict[str, float]:
+        """GPUs per pool (the batch figures' flavors)."""
+        return {p.name: float(parse_quantity(dict(p.capacity).get("nvidia.com/gpu", "0")) * p.count) for p in self.pools}
 
     @property
     def workloads(self) -> tuple[WorkloadSpec, ...]:
@@ -391,6 +459,11 @@ class Scenario:
             "faults": [f.model_dump(mode="json") for f in self.faults],
             "measurements": self.measurements.model_dump(mode="json"),
             "slos": [s.model_dump(mode="json") for s in self.slos], "timeout_s": self.timeout_s,
+            "tenants": [t.model_dump(mode="json") for t in self.tenants],
+            "priority_classes": [p.model_dump(mode="json") for p in self.priority_classes],
+            "cohorts": [c.model_dump(mode="json") for c in self.cohorts],
+            "variants": [v.model_dump(mode="json") for v in self.variants], "variant": self.variant,
+            "preemption": self.preemption,
         })
 
 
