@@ -22,7 +22,12 @@ RUN_LABEL = "hollowscale.io/run"
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 #: collections a run creates objects in (deleted by label selector when the namespace is not ours)
 RUN_COLLECTIONS = ("/apis/batch/v1/namespaces/{ns}/jobs", "/apis/apps/v1/namespaces/{ns}/deployments",
-                   "/api/v1/namespaces/{ns}/pods")
+                   "/api/v1/namespaces/{ns}/pods",
+                   # batch scheduling: in-tree gang objects, Volcano's (absent APIs answer 404: skipped)
+                   "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
+                   "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads",
+                   "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs",
+                   "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups")
 
 
 class NamespaceError(RuntimeError):

@@ -19,7 +19,7 @@ that include the other's.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,10 @@ def _epoch(ts: str) -> float:
     return dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def read_audit(path: Path, namespace: str, t0: float, t1: float) -> AuditCounts:
-    """Count the audit log's completed creates in ``namespace`` received in ``[t0, t1]`` (epoch s)."""
+def read_audit(path: Path, namespace: str | Collection[str], t0: float, t1: float) -> AuditCounts:
+    """Count the audit log's completed creates in ``namespace`` (or any of several: the tenants')
+    received in ``[t0, t1]`` (epoch s)."""
+    namespaces = {namespace} if isinstance(namespace, str) else set(namespace)
     out = AuditCounts()
     try:
         fh = path.open("rb")
@@ -60,7 +62,7 @@ def read_audit(path: Path, namespace: str, t0: float, t1: float) -> AuditCounts:
                 continue  # a line cut by a killed apiserver
             out.lines += 1
             ref = ev.get("objectRef") or {}
-            if ev.get("stage") != "ResponseComplete" or ev.get("verb") != "create" or ref.get("namespace") != namespace:
+            if ev.get("stage") != "ResponseComplete" or ev.get("verb") != "create" or ref.get("namespace") not in namespaces:
                 continue
             if not t0 <= _epoch(ev.get("requestReceivedTimestamp", "1970-01-01T00:00:00Z")) <= t1:
                 continue

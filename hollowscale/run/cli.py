@@ -18,7 +18,11 @@ from rich.console import Console
               help="Locust processes (locust --processes N) submitting the load.")
 @click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
 def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool) -> None:
-    """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete."""
+    """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete.
+
+    A scenario with `variants:` runs each variant on a fresh cluster (same arrival seed) and writes a
+    comparison report beside the variants' own (exit code: the worst of them).
+    """
     from hollowscale.run.orchestrator import Runner
     from hollowscale.scenario import ScenarioError, load_scenario
 
@@ -26,10 +30,18 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
         sc = load_scenario(scenario)
     except ScenarioError as exc:
         raise click.ClickException(f"invalid scenario:\n{exc}") from None
+    console = Console()
+    if sc.variants:
+        from hollowscale.run.variants import run_variants
+
+        code, parent, results = run_variants(sc, Path(out), keep_cluster=keep_cluster, quiet=quiet,
+                                             locust_processes=locust_processes)
+        console.print((parent / "comparison.md").read_text(), markup=False, highlight=False)
+        click.echo(f"comparison: {parent} ({', '.join(f'{r.name}: exit {r.code}' for r in results)}; exit {code})")
+        sys.exit(code)
     runner = Runner(sc, Path(out), keep_cluster=keep_cluster, quiet=quiet, locust_processes=locust_processes)
     code = runner.run()
     s = runner.summary
-    console = Console()
     console.print((runner.run_dir / "summary.md").read_text(), markup=False, highlight=False)
     verdict = "PASSED" if s.get("passed") else ("INCOMPLETE" if not s.get("complete") else "FAILED")
     click.echo(f"report: {runner.run_dir} ({verdict}; exit {code})")

@@ -38,6 +38,7 @@ from hollowscale.measure.prom import PrometheusServer, Target, targets_from_metr
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.agents import Agents
+from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects
 from hollowscale.run.children import Children
 from hollowscale.run.loadwatch import CreateFailureWatch
 from hollowscale.run.progress import Progress
@@ -68,12 +69,14 @@ class LoadFailed(Exception):
 
 class Runner:
     def __init__(self, scenario: Scenario, out_root: Path, keep_cluster: bool = False, quiet: bool = False,
-                 run_id: str | None = None, locust_processes: int = 1):
+                 run_id: str | None = None, locust_processes: int = 1, run_dir: Path | None = None,
+                 point_latest: bool = True):
         self.sc = scenario
         self.out_root = Path(out_root)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_id = run_id or f"{stamp}-{scenario.name}"
-        self.run_dir = self.out_root / self.run_id
+        self.run_dir = run_dir or self.out_root / self.run_id
+        self.point_latest = point_latest
         self.keep_cluster = keep_cluster
         self.locust_processes = locust_processes
         self.progress = Progress(self.run_id, quiet=quiet)
@@ -85,6 +88,8 @@ class Runner:
         self.local: Any = None
         self.endpoint: KubeEndpoint | None = None
         self.namespace: NamespaceClaim | None = None
+        self.claims: list[NamespaceClaim] = []  # every namespace of the load (tenants'), the first is .namespace
+        self.batch: BatchObjects | None = None
         self.kubeconfig: Path | None = None
         self.prom: PrometheusServer | None = None
         self.collector: TimelineCollector | None = None
@@ -139,7 +144,9 @@ class Runner:
             from hollowscale.cluster.local import LocalCluster
 
             d = Path(c.dir) if c.dir else REPO / ".hollowscale" / ("cluster" if c.profile == "default" else f"cluster-{c.profile}")
-            self.local = LocalCluster(d, profile=c.profile)
+            if self.sc.variant and not c.dir:  # each variant on a fresh cluster of its own
+                d = self.run_dir / "cluster"
+            self.local = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue)
             info = self.local.up(progress=self.progress.log, timeout_s=240)
             if info.profile != c.profile:
                 raise RuntimeError(f"the running cluster in {d} has profile {info.profile!r}, the scenario asks for "
@@ -332,8 +339,9 @@ class Runner:
             component_events=self.local.events() if self.local is not None and self.cluster_info is not None else [],
             audit_log=self.local.audit_log_path if self.local is not None and self.cluster_info is not None else None,
             faults=self.faults_log, timings=self.timings,
-            namespace={"name": self.namespace.name, "created_by_run": self.namespace.created} if self.namespace
-            else None,
+            namespace={"name": self.namespace.name, "created_by_run": self.namespace.created,
+                       "all": [{"name": c.name, "created_by_run": c.created} for c in self.claims]}
+            if self.namespace else None,
             collector=self.collector, prometheus_url=self.prom.url if prom_alive and self.prom else None,
             prometheus_targets=self.prom.targets_health() if prom_alive and self.prom else {},
             harness=self.resources.usage(self._harness_pids()),
@@ -354,11 +362,14 @@ class Runner:
             self.agents.stop(grace_s=90)
         if self.prom is not None:
             self.prom.stop()
-        if self.endpoint is not None and self.namespace is not None:
-            try:
-                release_namespace(session_for(self.endpoint, 1), self.endpoint.server, self.namespace)
-            except (requests.RequestException, RuntimeError) as exc:
-                self.errors.append(f"namespace cleanup failed: {exc}")
+        if self.endpoint is not None:
+            for claim in reversed(self.claims):
+                try:
+                    release_namespace(session_for(self.endpoint, 1), self.endpoint.server, claim)
+                except (requests.RequestException, RuntimeError) as exc:
+                    self.errors.append(f"namespace cleanup failed ({claim.name}): {exc}")
+        if self.batch is not None:
+            self.errors += self.batch.delete_all()
         self.children.stop_all(grace_s=10)
         if self.local is not None and self.cluster_started and not self.keep_cluster:
             self.progress.log("stopping the local cluster this run started")
@@ -382,10 +393,16 @@ class Runner:
                 self._phase("cluster")
                 self._cluster()
                 assert self.endpoint is not None
-                self.namespace = claim_namespace(session_for(self.endpoint, 1), self.endpoint.server,
-                                                 self.sc.cluster.namespace, self.run_id, log=self.progress.log)
+                for ns in self.sc.namespaces:
+                    self.claims.append(claim_namespace(session_for(self.endpoint, 1), self.endpoint.server, ns,
+                                                       self.run_id, log=self.progress.log))
+                self.namespace = self.claims[0]
+                self.batch = BatchObjects(session_for(self.endpoint, 1), self.endpoint.server, self.run_id)
+                self.batch.create(priority_objects(self.sc, self.run_id) + kueue_objects(self.sc, self.run_id))
                 self._phase("agents")
-                self.collector = TimelineCollector(self.endpoint, self.sc.cluster.namespace, self.run_id)
+                namespaces = self.sc.namespaces
+                self.collector = TimelineCollector(self.endpoint, namespaces[0] if len(namespaces) == 1
+                                                   else list(namespaces), self.run_id)
                 self.collector.start()
                 self.leaders = LeaderWatch(self.endpoint)
                 self.leaders.start()
@@ -444,7 +461,8 @@ class Runner:
                 summary["timings"] = self.timings
                 summary["errors"] = self.errors
                 write_report(self.run_dir, summary, series, prom_series)
-                update_latest(self.out_root, self.run_dir)
+                if self.point_latest:
+                    update_latest(self.out_root, self.run_dir)
                 signal.signal(signal.SIGINT, old_int)
                 signal.signal(signal.SIGTERM, old_term)
         if summary.get("complete") and code != EXIT_INTERRUPTED:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale import __version__
+from hollowscale.measure.batch import batch_measurements, crosscheck_counts
+from hollowscale.measure.batchprom import batch_crosscheck, batch_prom_series, kueue_figures, scheduler_batch_figures
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.integrity import integrity, read_audit
 from hollowscale.measure.prom import PromQueries
@@ -121,6 +123,12 @@ RECOVERY_SOURCE = ("timeline: per fault, the binding rate over the 30 s before i
                    "(windows slide by 0.5 s; 0 when the rate never dipped)")
 
 
+def is_batch(sc: Scenario) -> bool:
+    """Whether the batch figures apply: tenants, priority classes, gang or queued workloads, features on."""
+    return bool(sc.tenants or sc.priority_classes or sc.variant or sc.cluster.gang_scheduling or sc.cluster.kueue
+                or any(w.gang is not None or w.queued for w in sc.workloads))
+
+
 def control_plane_section(f: RunFacts, t0: float) -> dict[str, Any]:
     """``summary.control_plane``: component starts/exits/restarts/stalls, leader changes, agent restarts."""
     window = [e for e in f.component_events if f.t_start - 1 <= e.get("t", 0) <= f.t_end + 1]
@@ -193,6 +201,9 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                        "locust": locust_stats(f.run_dir, f.t_load_start, f.t_load_end)}
     summary["faults"] = f.faults
     summary["control_plane"] = control_plane_section(f, t0)
+    if sc.variant:
+        summary["variant"] = {"name": sc.variant, "gang_scheduling": sc.cluster.gang_scheduling, "kueue": sc.cluster.kueue,
+                              "preemption": sc.preemption}
     summary["timings"] = f.timings
     sources: dict[str, Any] = dict(TIMELINE_SOURCES)
     series: dict[str, Any] = {}
@@ -210,13 +221,21 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
             measurements["fault_recovery_s"] = dict(recovery_figures(per_fault), by_fault=per_fault)
             sources["fault_recovery_s"] = RECOVERY_SOURCE
         if f.audit_log is not None and f.namespace is not None:
-            audit = read_audit(f.audit_log, f.namespace["name"], f.t_start, f.t_end + 5)
+            names = [n["name"] for n in f.namespace.get("all") or []] or [f.namespace["name"]]
+            audit = read_audit(f.audit_log, names, f.t_start, f.t_end + 5)
             creates = summary["load"]["locust"]["by_type"].get("POST", {})
             ok = creates.get("requests", 0) - creates.get("failures", 0) if creates else None
             measurements["integrity"] = integrity(audit, pods, jobs, ok)
             sources["integrity"] = ("the apiserver's audit log (creates of Jobs, pods and pods/binding answered 201 in "
                                     "the run's namespace, every apiserver process of the run) against the watch "
                                     "timeline's records")
+        if is_batch(sc):
+            bm = batch_measurements(pods, jobs, gpus_by_flavor=sc.gpus_by_pool(), deserved_share=sc.deserved_shares(),
+                                    start_ms=t0 * 1000.0, end_ms=f.t_end * 1000.0,
+                                    step_s=sc.measurements.sample_interval_s)
+            measurements["batch"] = bm["measurements"]
+            series["batch"] = bm["series"]
+            sources["batch"] = bm["sources"]
         st = f.collector.timeline.stats
         summary["collector"] = {"events": st.events, "restarts": st.restarts[:20], "restart_count": len(st.restarts),
                                 "max_apply_lag_ms": round(st.max_apply_lag_ms, 3),
@@ -243,6 +262,16 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                 watch_bound = sum(1 for p in pods if p.scheduled_ms is not None and lo <= p.scheduled_ms <= hi)
             measurements["crosscheck"] = crosscheck(watch_bound, b, sc.measurements.crosscheck_tolerance_pct)
             prom_series = pq.api_series(t0, f.t_end, max(interval, 1.0))
+            if is_batch(sc):
+                kq = kueue_figures(pq, ws, f.t_end, step_s=interval) if sc.cluster.kueue else None
+                sq = scheduler_batch_figures(pq, ws, f.t_end)
+                measurements["batch_prometheus"] = {"kueue": kq, "scheduler": sq}
+                if f.collector is not None:
+                    bpods, bjobs = f.collector.timeline.snapshot()
+                    measurements["batch_crosscheck"] = batch_crosscheck(
+                        crosscheck_counts(bpods, bjobs, ws * 1000.0, f.t_end * 1000.0), kq, sq,
+                        sc.measurements.crosscheck_tolerance_pct)
+                prom_series["batch"] = batch_prom_series(pq, t0, f.t_end, max(interval, 1.0))
             summary["prometheus"] = {"url": f.prometheus_url, "window": [ws, f.t_end],
                                      "targets": f.prometheus_targets, "api_by_verb_resource": api["by_verb_resource"]}
             sources["api_latency_ms"] = api["queries"]
