@@ -385,6 +385,9 @@ class WorkloadSpec(Spec):
         kueue_priority_class: Kueue WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``) of a
             queued Job, or None; ``priority_class`` stays the pods' PriorityClass.
         topology: keep the instance's pods in one rack or zone (:class:`TopologySpec`), or None.
+        same_duration: every pod of an instance runs for one duration, drawn once per instance from
+            ``run_duration`` (a distillation student and its teachers finish together); roles may then
+            not override ``run_duration``.
     """
 
     name: DnsLabel
@@ -400,6 +403,7 @@ class WorkloadSpec(Spec):
     queued: bool = False
     kueue_priority_class: KueueName | None = None
     topology: TopologySpec | None = None
+    same_duration: bool = False
 
     @model_validator(mode="after")
     def _cross(self) -> WorkloadSpec:
@@ -421,6 +425,9 @@ class WorkloadSpec(Spec):
                 problems.append((("roles", i, "replicas"), f"expected 1 for kind Pod (a bare pod), got {role.replicas}"))
             if role.completions is not None and kind != "Job":
                 problems.append((("roles", i, "completions"), f"only valid for kind Job, workload kind is {kind}"))
+            if self.same_duration and role.run_duration is not None:
+                problems.append((("roles", i, "run_duration"), "same_duration: true draws one duration per instance "
+                                 "from the workload's run_duration; remove the role's"))
             if finite and role.run_duration is not None and role.run_duration.forever:
                 problems.append((("roles", i, "run_duration"), f"kind {kind} needs a finite run duration"))
             if self.gang is not None and role.completions is not None and role.completions != role.replicas:
@@ -485,6 +492,8 @@ class WorkloadSpec(Spec):
             doc["kueue_priority_class"] = self.kueue_priority_class
         if self.topology is not None:
             doc["topology"] = self.topology.to_doc()
+        if self.same_duration:
+            doc["same_duration"] = True
         return doc
 
 

@@ -233,6 +233,7 @@ class WorkloadMix:
         self.rng = random.Random(f"{base}/{stream}")
         self.stream = stream
         self.counter = 0
+        self._instance_run: float | None = None
         self._templates = {(w.name, r.name): _template(w, r) for w in self.workloads for r in w.roles}
         self._plans = {w.name: _plan(spec, w) for w in self.workloads}
 
@@ -242,6 +243,8 @@ class WorkloadMix:
         self.counter += 1
         instance = f"{w.name}-{self.stream}-{self.counter}"
         tenant = self.rng.choices(self.tenants, cum_weights=self.tenant_cum)[0] if self.tenants else None
+        # same_duration: one draw for every pod of the instance (members that finish together)
+        self._instance_run = w.run_duration.sample(self.rng) if w.same_duration else None
         plan = self._plans[w.name]
         if not plan.batch and tenant is None:
             return [self.build(w, role, instance) for role in w.roles]
@@ -355,7 +358,8 @@ class WorkloadMix:
         pod_labels = dict(labels)
         pod_labels[LABEL_GPUS] = t.gpus
         annotations: dict[str, str] = {}
-        run = w.run_duration_of(role).sample(self.rng)
+        run = self._instance_run if w.same_duration and self._instance_run is not None \
+            else w.run_duration_of(role).sample(self.rng)
         annotations[ANN_RUN] = "forever" if kind == "Deployment" else annotation_duration(run)
         delay = w.startup_delay_of(role)
         if delay is not None:

@@ -430,3 +430,26 @@ def test_bad_load_batch_fields_are_worded() -> None:
         "workloads[0].roles[0].name: Volcano names pods <job>-<role>-<index> (at most 63 characters): expected a "
         "role name of at most 50 characters with volcano: true, got 51"]
     assert _errors(gang_scheduling="true") == ["gang_scheduling: expected true or false, got str 'true'"]
+
+
+def test_same_duration_draws_once_per_instance() -> None:
+    from loadgen.spec import parse_load_spec
+    from loadgen.workloads import ANN_RUN, WorkloadMix
+
+    doc = {"name": "s", "arrival": {"curve": "constant", "rate": 1, "duration_s": 10},
+           "workloads": [{"name": "distill", "same_duration": True,
+                          "run_duration": {"dist": "uniform", "min": "10s", "max": "90s"},
+                          "roles": [{"name": "student", "resources": {"cpu": "1"}},
+                                    {"name": "teacher", "replicas": 3, "resources": {"cpu": "1"}}]}]}
+    mix = WorkloadMix(parse_load_spec(doc, "s.yaml"), run_id="r")
+    durations = []
+    for _ in range(5):
+        subs = mix.next_instance()
+        runs = {s.body["spec"]["template"]["metadata"]["annotations"][ANN_RUN] for s in subs}
+        assert len(runs) == 1
+        durations.append(runs.pop())
+    assert len(set(durations)) > 1  # one draw per instance, not one for the whole run
+    bad = dict(doc)
+    bad["workloads"] = [dict(doc["workloads"][0], roles=[{"name": "a", "run_duration": "5s", "resources": {"cpu": "1"}}])]
+    with pytest.raises(SpecError, match="same_duration: true draws one duration per instance"):
+        parse_load_spec(bad, "s.yaml")
