@@ -185,7 +185,8 @@ class Runner:
         targets: list[Target] = []
         if self.cluster_info is not None:
             ci = self.cluster_info
-            targets = targets_from_metrics(ci.metrics, str(ci.ca_file), str(ci.admin_cert), str(ci.admin_key))
+            targets = targets_from_metrics(ci.metrics, str(ci.ca_file), str(ci.admin_cert), str(ci.admin_key),
+                                           tokens=getattr(ci, "metrics_tokens", None))
         else:
             ep = self.endpoint
             assert ep is not None

@@ -42,7 +42,7 @@ AGENT_FAULTS = ("heartbeat-loss", "pod-failures")
 COMPONENT_FAULTS = ("component-stall", "component-kill", "component-restart")
 FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS
 #: what a control-plane fault may target (the local cluster's supervised components)
-FAULT_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+FAULT_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue")
 SLO_OPS = ("<=", ">=", "<", ">")
 
 #: Leaves of ``measurements`` an SLO may name: prefix -> allowed leaves.
