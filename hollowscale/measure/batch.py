@@ -23,7 +23,9 @@ Definitions used throughout (``BATCH_SOURCES`` has one line per figure for ``sum
 * **partial**: an instance with at least one member counting as bound, not yet finished, and some gang
   with fewer bound members than it needs: ``gang_min`` for a gang that has one, else every member.
   The instance's **wasted GPUs** at that time are the GPUs held by its members (what gang scheduling
-  would not have handed out).  **Deadlocked**: partial at the end of the window.
+  would not have handed out).  A partial stretch shorter than ``PARTIAL_GRACE_MS`` (2 s) is not
+  counted: it is one gang's bindings arriving a moment apart.  **Deadlocked**: partial at the end of
+  the window.
 * **outcome**: failed if any of its workload objects Failed, completed if all Complete, else
   unfinished; each instance has exactly one.  Instances with no Job and no bare Pod (services) are
   not jobs and are left out (counted in ``services_skipped``).
@@ -64,7 +66,8 @@ BATCH_SOURCES: dict[str, str] = {
     "jobs_completed_per_hour": "timeline: completed instances whose finished time falls in [start, end], divided "
     "by the window in hours",
     "partial_jobs": "timeline: at each sample t, instances with >= 1 member bound, not finished, and a gang with "
-    "fewer bound members than it needs (gang_min when set, else all its members); max and avg over samples",
+    "fewer bound members than it needs (gang_min when set, else all its members), for longer than 2 s (shorter "
+    "stretches are one gang's bindings arriving a moment apart); max and avg over samples",
     "wasted_gpu_seconds": "timeline: integral over [start, end] of the GPUs held (bound, not finished or deleted) "
     "by members of instances while they were partial (exact event times, not samples)",
     "deadlocked_jobs": "timeline: instances still partial at the end of the window, and the GPUs they hold",
@@ -195,6 +198,34 @@ def _first_complete(inst: Instance, attr: str, required: dict[str, int]) -> floa
     return None
 
 
+#: a stretch of partial start shorter than this is the bindings of one gang arriving a moment apart
+#: (one scheduling cycle binds them all; the watch delivers each pod's binding separately), not a job
+#: waiting for its members
+PARTIAL_GRACE_MS = 2000.0
+
+
+def _without_blips(pieces: list[tuple[float, float | None, float]]) -> list[tuple[float, float | None, float]]:
+    """Drop stretches of back-to-back pieces shorter than :data:`PARTIAL_GRACE_MS` (a stretch that
+    lasts to the end of the window is kept: it is not over)."""
+    out: list[tuple[float, float | None, float]] = []
+    run: list[tuple[float, float | None, float]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        end = run[-1][1]
+        if end is None or end - run[0][0] >= PARTIAL_GRACE_MS:
+            out.extend(run)
+        run.clear()
+
+    for piece in pieces:
+        if run and run[-1][1] != piece[0]:
+            flush()
+        run.append(piece)
+    flush()
+    return out
+
+
 def _partial_pieces(inst: Instance, start_ms: float, end_ms: float) -> None:
     """Fill ``inst.partial``, ``wasted_gpu_s``, ``partial_at_end``, ``gpus_held_at_end`` (window [start, end])."""
     req = inst.required()
@@ -229,7 +260,6 @@ def _partial_pieces(inst: Instance, start_ms: float, end_ms: float) -> None:
         lo, hi = max(a, start_ms), min(b if b is not None else end_ms, end_ms)
         if hi > lo or (b is None and lo <= end_ms):
             pieces.append((lo, b if b is not None and b <= end_ms else None, gpus))
-            inst.wasted_gpu_s += gpus * max(hi - lo, 0.0) / 1000.0
 
     while i < len(ev):
         t = ev[i][0]
@@ -249,6 +279,9 @@ def _partial_pieces(inst: Instance, start_ms: float, end_ms: float) -> None:
         state = (partial, max(held, 0.0))
         t_prev = t
     close(t_prev, None if i >= len(ev) else ev[i][0])
+    pieces = _without_blips(pieces)
+    inst.wasted_gpu_s = sum(g * max(min(b if b is not None else end_ms, end_ms) - a, 0.0) / 1000.0
+                            for a, b, g in pieces)
     inst.partial = pieces
     inst.partial_at_end = state[0]
     inst.gpus_held_at_end = state[1] if state[0] else 0.0

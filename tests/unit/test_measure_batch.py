@@ -529,3 +529,19 @@ def test_promql_parses(tmp_path: Path) -> None:
     f.write_text(yaml.safe_dump(rules))
     res = subprocess.run([promtool, "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_bindings_of_one_gang_a_moment_apart_are_not_a_partial_start() -> None:
+    """Both members of a gang bound 0.4 s apart (one cycle, two watch events): not partial; the same
+    members 2.5 s apart are."""
+    def two(gap_s: float) -> dict[str, Any]:
+        j = job("jg", "g-1", created=s(0), gang="pg", gang_min=2, finished=s(40), outcome="Complete")
+        ps = [pod("p1", "g-1", "jg", created=s(0), sched=s(5), run=s(6), fin=s(30), gang="pg", gang_min=2),
+              pod("p2", "g-1", "jg", created=s(0), sched=s(5 + gap_s), run=s(6 + gap_s), fin=s(30), gang="pg",
+                  gang_min=2)]
+        return measure(ps, [j])["measurements"]
+
+    blip = two(0.4)
+    assert blip["partial_jobs"]["instances_ever_partial"] == 0 and blip["wasted_gpu_seconds"] == 0.0
+    real = two(2.5)
+    assert real["partial_jobs"]["instances_ever_partial"] == 1 and real["wasted_gpu_seconds"] == 20.0
