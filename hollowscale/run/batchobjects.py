@@ -58,6 +58,16 @@ def priority_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
     return out
 
 
+def volcano_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
+    """A Volcano ``Queue`` per tenant (its fair-share ``weight``, reclaimable), on clusters that run Volcano."""
+    if not sc.cluster.volcano:
+        return []
+    return [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+             "metadata": {"name": next(tl.queue_name for tl in sc.load.tenants if tl.name == t.name),
+                          "labels": {RUN_LABEL: run_id}},
+             "spec": {"weight": max(1, round(t.weight)), "reclaimable": True}} for t in sc.tenants]
+
+
 def kueue_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
     """ResourceFlavors, ClusterQueues and LocalQueues for the scenario's tenants (empty without Kueue)."""
     if not sc.cluster.kueue or not sc.tenants:
@@ -103,7 +113,7 @@ def kueue_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
 
 _PLURAL = {"PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses",
            "ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-           "Cohort": "cohorts"}
+           "Cohort": "cohorts", "Queue": "queues"}
 
 
 def object_path(obj: dict[str, Any], name: bool = False) -> str:

@@ -38,7 +38,7 @@ from hollowscale.measure.prom import PrometheusServer, Target, targets_from_metr
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.agents import Agents
-from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects
+from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.run.children import Children
 from hollowscale.run.loadwatch import CreateFailureWatch
 from hollowscale.run.progress import Progress
@@ -399,7 +399,8 @@ class Runner:
                                                        self.run_id, log=self.progress.log))
                 self.namespace = self.claims[0]
                 self.batch = BatchObjects(session_for(self.endpoint, 1), self.endpoint.server, self.run_id)
-                self.batch.create(priority_objects(self.sc, self.run_id) + kueue_objects(self.sc, self.run_id))
+                self.batch.create(priority_objects(self.sc, self.run_id) + kueue_objects(self.sc, self.run_id)
+                                  + volcano_objects(self.sc, self.run_id))
                 self._phase("agents")
                 namespaces = self.sc.namespaces
                 self.collector = TimelineCollector(self.endpoint, namespaces[0] if len(namespaces) == 1

@@ -109,6 +109,9 @@ class ClusterSpec(Spec):
         gang_scheduling: the local cluster runs kube-scheduler's in-tree gang scheduling (alpha
             gates, ``scheduling.k8s.io/v1alpha2`` Workload/PodGroup); gang workloads get a PodGroup.
         kueue: the local cluster runs Kueue; queued workloads go to their tenant's LocalQueue.
+        volcano: the cluster (``existing`` or ``kind``) runs Volcano: Job workloads are submitted as
+            Volcano Jobs (``schedulerName: volcano``, ``minAvailable``, the tenant's Volcano Queue).
+            Not run by hollowscale's own tests: no Volcano is available here.
     """
 
     backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
@@ -119,6 +122,7 @@ class ClusterSpec(Spec):
     namespace: Namespace = "hollowscale-load"
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
+    volcano: StrictBool = False
 
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
@@ -328,6 +332,12 @@ class ScenarioFile(Spec):
             kueue_somewhere = self.cluster.kueue or any(v.kueue for v in self.variants)
             if w.queued and kueue_somewhere and not self.tenants:
                 problems.append((("workloads", i, "queued"), "queued workloads need tenants (each has a queue)"))
+        if self.cluster.volcano and self.cluster.backend == "local":
+            problems.append((("cluster", "volcano"), "Volcano is not started by hollowscale: use it with backend "
+                             "existing or kind, on a cluster that runs Volcano"))
+        if self.cluster.volcano and (self.cluster.kueue or self.cluster.gang_scheduling or self.variants):
+            problems.append((("cluster", "volcano"), "expected volcano alone (no kueue, gang_scheduling or variants: "
+                             "Volcano schedules and queues its Jobs itself)"))
         if (self.cluster.gang_scheduling or self.cluster.kueue or any(v.gang_scheduling or v.kueue for v in self.variants)) \
                 and self.cluster.backend != "local":
             problems.append((("cluster", "backend"), "gang_scheduling and kueue are started by hollowscale on the local "
@@ -397,10 +407,12 @@ class Scenario:
             f.arrival.duration_s + f.measurements.settle_timeout_s + f.agents.ready_timeout_s + 120)
         tenants = tuple(t if t.namespace else t.model_copy(update={"namespace": f"{f.cluster.namespace}-{t.name}"[:63]})
                         for t in f.tenants)
-        load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=f.cluster.scheduler_name,
+        scheduler = "volcano" if f.cluster.volcano and f.cluster.scheduler_name == "default-scheduler" \
+            else f.cluster.scheduler_name
+        load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=scheduler,
                         workloads=f.workloads, arrival=f.arrival,
                         tenants=tuple(TenantLoad(name=t.name, namespace=str(t.namespace), share=t.share) for t in tenants),
-                        gang_scheduling=f.cluster.gang_scheduling, kueue=f.cluster.kueue)
+                        gang_scheduling=f.cluster.gang_scheduling, kueue=f.cluster.kueue, volcano=f.cluster.volcano)
         return cls(name=f.name, source=source, description=f.description, cluster=f.cluster, agents=f.agents,
                    pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
                    slos=tuple(slos.values()), timeout_s=float(timeout), tenants=tenants,

@@ -148,3 +148,28 @@ def test_comparison_report(tmp_path: Path) -> None:
     assert html.count("<figure class='plot'") == 3 and "gang/report.html" in html
     assert render_markdown(comparison_doc("x", [])).startswith("# hollowscale comparison")
     assert "<table>" in render_html(comparison_doc("x", []), [])
+
+
+def test_volcano_scenario_renders_volcano_jobs_and_queues() -> None:
+    from hollowscale.run.batchobjects import volcano_objects
+    from loadgen.workloads import WorkloadMix
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "gang-contention.yaml").read_text())
+    doc["cluster"].update(backend="existing", kubeconfig="/dev/null", volcano=True)
+    doc.pop("variants")
+    doc["tenants"][0]["weight"] = 3
+    sc = parse_scenario(doc, "volcano.yaml")
+    assert sc.load.volcano and sc.load.scheduler_name == "volcano"
+    queues = volcano_objects(sc, "r")
+    assert queues == [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                       "metadata": {"name": "ml-queue", "labels": {"hollowscale.io/run": "r"}},
+                       "spec": {"weight": 3, "reclaimable": True}}]
+    subs = WorkloadMix(sc.load, run_id="r").next_instance()
+    assert [s.kind for s in subs] == ["VolcanoJob"]
+    body = subs[0].body
+    assert body["spec"]["schedulerName"] == "volcano" and body["spec"]["queue"] == "ml-queue"
+    assert body["spec"]["minAvailable"] == sum(t["replicas"] for t in body["spec"]["tasks"])
+    local = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    local["cluster"]["volcano"] = True
+    with pytest.raises(ScenarioError, match="Volcano is not started by hollowscale"):
+        parse_scenario(local, "s.yaml")
