@@ -10,7 +10,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill kind-up cluster-up cluster-down clean
+        bench-distill bench-batch kind-up cluster-up cluster-down clean
 
 KUEUE ?= 0
 
@@ -59,7 +59,10 @@ bench-distill: setup-distill ## pure / same-net / service distillation, 3 seeds 
 	cp reports/distill-bench/summary.json reports/bench/distill.json
 	cp reports/distill-bench/summary.md reports/bench/distill.md
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill
+bench-batch: setup-test ## highest sustainable job rate per scheduling variant (default, gang, queues) -> reports/bench/batch.json
+	$(PY) tests/bench/bench_batch.py
+
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml
