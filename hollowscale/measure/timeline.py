@@ -290,7 +290,8 @@ class Timeline:
         return {
             "pods": len(pods),
             "pods_pending": sum(1 for p in pods if p.scheduled_ms is None and p.deleted_ms is None),
-            "pods_running": sum(1 for p in pods if p.running_ms is not None and p.finished_ms is None),
+            "pods_running": sum(1 for p in pods if p.running_ms is not None and p.finished_ms is None
+                                and p.deleted_ms is None),
             "jobs": len(jobs),
             "jobs_done": sum(1 for j in jobs if j.finished_ms is not None),
             "jobs_failed": sum(1 for j in jobs if j.outcome == "Failed"),
