@@ -32,6 +32,12 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("api_latency_slo_ms.read_list.p99", LOWER),
     ("jobs.completed", HIGHER),
     ("jobs.failed", LOWER),
+    # batch scheduling (absent in runs without batch figures: "missing in both", never a regression)
+    ("batch.jobs_completed_per_hour", HIGHER),
+    ("batch.wasted_gpu_seconds", LOWER),
+    ("batch.deadlocked_jobs.count", LOWER),
+    ("batch.job_steps_s.created_to_all_running.p99", LOWER),
+    ("batch.tenant_share.max_deviation_pct", LOWER),
 )
 
 

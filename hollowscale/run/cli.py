@@ -80,12 +80,15 @@ def compare_cmd(base: str, new: str, max_regression: float) -> None:
     from hollowscale.report.compare import compare, render_table
     from hollowscale.report.summary import load_summary
 
+    console = Console(width=140)
+    if (Path(base) / "comparison.json").exists() and (Path(new) / "comparison.json").exists():
+        _compare_variants(Path(base), Path(new), max_regression, console)
+        return
     try:
         b, n = load_summary(Path(base)), load_summary(Path(new))
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     rows, problems = compare(b, n, max_regression)
-    console = Console(width=140)
     if b.get("scenario") != n.get("scenario"):
         console.print(f"[yellow]note: comparing different scenarios ({b.get('scenario')} vs {n.get('scenario')})[/yellow]")
     console.print(render_table(rows, str(b.get("run_id", base)), str(n.get("run_id", new))))
@@ -95,3 +98,39 @@ def compare_cmd(base: str, new: str, max_regression: float) -> None:
             console.print(f"  - {p}", markup=False)
         sys.exit(1)
     console.print(f"no regression beyond {max_regression:g}%")
+
+
+def _compare_variants(base: Path, new: Path, max_regression: float, console: Console) -> None:
+    """Two comparison folders (``run`` of a scenario with variants): variant by variant, then the
+    comparison figures side by side; exit 1 on a regression in any variant."""
+    import json
+
+    from hollowscale.report.compare import compare, render_table
+    from hollowscale.report.summary import load_summary
+
+    b_doc = json.loads((base / "comparison.json").read_text())
+    n_doc = json.loads((new / "comparison.json").read_text())
+    b_names = [v["name"] for v in b_doc["variants"]]
+    n_names = [v["name"] for v in n_doc["variants"]]
+    problems: list[str] = []
+    for name in n_names:
+        if name not in b_names:
+            console.print(f"[yellow]variant {name} is not in the baseline; not compared[/yellow]")
+            continue
+        try:
+            b, n = load_summary(base / name), load_summary(new / name)
+        except (OSError, ValueError) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        rows, found = compare(b, n, max_regression)
+        console.print(render_table(rows, f"{base.name}/{name}", f"{new.name}/{name}"))
+        problems += [f"{name}: {p}" for p in found]
+    for name in b_names:
+        if name not in n_names:
+            problems.append(f"variant {name} of the baseline did not run")
+    if problems:
+        console.print(f"[red]{len(problems)} regression(s) beyond {max_regression:g}%:[/red]")
+        for p in problems:
+            console.print(f"  - {p}", markup=False)
+        sys.exit(1)
+    console.print(f"no regression beyond {max_regression:g}% in {len(n_names)} variant(s)")

@@ -68,3 +68,30 @@ def test_incomplete_new_run_is_a_regression() -> None:
     new = dict(base, complete=False, incomplete_reason="interrupted by SIGINT")
     _, problems = compare(base, new, 10)
     assert any("incomplete" in p for p in problems)
+
+
+def _variants_folder(root: Path, wasted: dict[str, float]) -> Path:
+    root.mkdir()
+    variants = []
+    for name, w in wasted.items():
+        (root / name).mkdir()
+        summary = {"schema_version": 1, "scenario": "gang-contention", "started_at": "2026-12-01T00:00:00Z",
+                   "duration_s": 100.0, "cluster": {}, "slos": [], "passed": True, "complete": True,
+                   "measurements": {"batch": {"wasted_gpu_seconds": w, "jobs_completed_per_hour": 600.0}}}
+        (root / name / "summary.json").write_text(json.dumps(summary))
+        variants.append({"name": name})
+    (root / "comparison.json").write_text(json.dumps({"kind": "hollowscale-comparison", "variants": variants}))
+    return root
+
+
+def test_comparison_folders_are_compared_variant_by_variant(tmp_path: Path) -> None:
+    base = _variants_folder(tmp_path / "base", {"default": 1000.0, "gang": 10.0})
+    same = _variants_folder(tmp_path / "same", {"default": 1010.0, "gang": 10.0})
+    worse = _variants_folder(tmp_path / "worse", {"default": 1000.0, "gang": 100.0})
+    code, out = run(str(base), str(same))
+    assert code == 0 and "in 2 variant(s)" in out
+    code, out = run(str(base), str(worse))
+    assert code == 1 and "gang: batch.wasted_gpu_seconds: 10.0 -> 100.0" in out
+    fewer = _variants_folder(tmp_path / "fewer", {"default": 1000.0})
+    code, out = run(str(base), str(fewer))
+    assert code == 1 and "variant gang of the baseline did not run" in out
