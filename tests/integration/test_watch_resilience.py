@@ -272,12 +272,3 @@ def test_hollow_watcher_relists_on_410_and_resumes_after_timeouts(env: Env) -> N
     added = [u for k, u in rec.events if k == "ADDED"]
     assert sorted(added) == sorted([*uid.values(), *created])  # each object once: no replay on resume
     assert [u for k, u in rec.events if k == "DELETED"] == [uid["hw-a"]]
-
-
-def test_rv1_on_builtin_pods_is_not_gone_here(env: Env) -> None:
-    """Why this module uses a CRD: documents the apiserver's behaviour (see the module docstring)."""
-    r = env.s.get(f"{env.ep.server}/api/v1/namespaces/{env.ns}/pods",
-                  params={"watch": "1", "resourceVersion": "1", "timeoutSeconds": "1"}, timeout=30)
-    if r.status_code == 410 or b'"code":410' in r.content:
-        pytest.skip("this cluster's pod watch cache has moved past rv 1 (long-lived cluster): 410 here too")
-    assert r.status_code == 200

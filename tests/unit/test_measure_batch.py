@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from hollowscale.measure.batch import BATCH_SOURCES, batch_measurements
@@ -514,10 +513,10 @@ def test_batch_crosscheck_verdicts() -> None:
 
 
 def test_promql_parses(tmp_path: Path) -> None:
-    """Every query the batch functions send is valid PromQL (promtool, when installed)."""
+    """Every query the batch functions send is valid PromQL (promtool comes with Debian's prometheus,
+    which `make setup` installs)."""
     promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed")
+    assert promtool is not None, "promtool missing: run `make setup` (it installs Debian's prometheus)"
     pq = FakeProm([])
     kueue_figures(pq, 0.0, 600.0)
     scheduler_batch_figures(pq, 0.0, 600.0)
