@@ -189,6 +189,8 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         "gpus_total": sc.gpus_total,
         "client_qps": {k: {"qps": v[0], "burst": v[1]} for k, v in (ci.client_qps.items() if ci else [])},
         "flags": ci.flags if ci else {},
+        # gang gates, runtime config, Kueue version and configuration (local cluster)
+        "features": getattr(ci, "features", None) or {},
         "reused": bool(ci.reused) if ci else None,
         "agents": {"shards": sc.agents.shards, "ports": f.agent_ports},
         "namespace": f.namespace,
