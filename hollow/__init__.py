@@ -8,7 +8,8 @@ Layering (each module has one job; arrows are imports):
   :mod:`hollow.leaf` (spec helpers)
 * runtime: :mod:`hollow.clock`, :mod:`hollow.timers`, :mod:`hollow.api`, :mod:`hollow.watching`,
   :mod:`hollow.metrics`, :mod:`hollow.monitor`
-* controllers: :mod:`hollow.nodes`, :mod:`hollow.leases`, :mod:`hollow.pods`, :mod:`hollow.faults`
+* controllers: :mod:`hollow.nodes`, :mod:`hollow.leases`, :mod:`hollow.pods` (with :mod:`hollow.gangs`,
+  the gang barrier registry), :mod:`hollow.faults`
 * wiring: :mod:`hollow.agent`, :mod:`hollow.server`, :mod:`hollow.cli`, ``python -m hollow``;
   :mod:`hollow.process` starts an agent as a child process (tests, benchmarks, scenario runners)
 

@@ -1,7 +1,8 @@
 """One hollow-node agent process: wiring of the controllers, the watch, the server and shutdown.
 
 Order of work: open the HTTP session and the local server (so ``/healthz`` and ``/metrics`` answer
-from the start), start the pod watch (pods already bound to re-adopted nodes resume at once), register
+from the start), start the pod watch (pods already bound to re-adopted nodes resume at once) and the
+gang watch (gang members on all nodes, see :mod:`hollow.gangs`; only when gang barriers are on), register
 the nodes (each starts its lease renewals as soon as it exists), then run until SIGTERM/SIGINT.  On
 shutdown nodes are left as they are (the controller-manager will mark them NotReady) unless
 ``delete_nodes_on_exit``.
@@ -21,6 +22,7 @@ from typing import Any
 from hollow.api import ApiClient
 from hollow.clock import Clock, SystemClock
 from hollow.faults import FaultState, PodFailureWindow, choose
+from hollow.gangs import LABEL_GANG
 from hollow.leases import LeaseManager
 from hollow.metrics import Metrics
 from hollow.monitor import SelfMonitor
@@ -50,9 +52,15 @@ class Agent:
         self.api = ApiClient(endpoint, settings.api, self.metrics)
         self.nodes = NodeManager(self.api, self.clock, settings, self.metrics, self.faults, self.slots)
         self.leases = LeaseManager(self.api, self.clock, settings.heartbeat, self.metrics, self.faults, self.nodes)
-        self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes)
+        self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes,
+                                  gang_barrier=settings.gang_barrier)
         self.pod_watch = Watcher(self.api, "pods", "/api/v1/pods", {"fieldSelector": "spec.nodeName!="},
                                  self.pods, self.metrics, settings.watch)
+        # gang members on every node (only labelled pods; no watch at all when no pool waits for gangs)
+        self.gang_watch = None if self.pods.gangs is None else Watcher(
+            self.api, "gang_pods", "/api/v1/pods",
+            {"labelSelector": LABEL_GANG, "fieldSelector": "spec.nodeName!="}, self.pods.gangs, self.metrics,
+            settings.watch)
         self.node_watch = Watcher(self.api, "nodes", "/api/v1/nodes", {"labelSelector": f"{NODE_LABEL}=true"},
                                   self.nodes, self.metrics, settings.watch)
         self.monitor = SelfMonitor(settings.monitor, self.metrics, self.leases.take_recent_lags, self._backlog)
@@ -124,6 +132,8 @@ class Agent:
             self.monitor.run(), self.pod_watch.run(), self.node_watch.run(), self.pods.run(), self.leases.run(),
             self.nodes.run(),
             self.nodes.register_all(self.leases.add), self._ready_gauge())]
+        if self.gang_watch is not None:
+            tasks.append(asyncio.ensure_future(self.gang_watch.run()))
         try:
             stop = asyncio.ensure_future(self.stopping.wait())
             while not stop.done():

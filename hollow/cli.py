@@ -44,10 +44,15 @@ def nodes_group() -> None:
               help="Multiplies lease duration (40 s), renew interval (lease/4) and status refresh (300 s).")
 @click.option("--max-inflight", envvar="HOLLOW_MAX_INFLIGHT", default=128, show_default=True,
               type=click.IntRange(min=1, max=10000), help="Global bound on concurrent API requests.")
+@click.option("--gang-barrier/--no-gang-barrier", envvar="HOLLOW_GANG_BARRIER", default=True, show_default=True,
+              help="Gang members (label hollowscale.io/gang, annotation hollowscale.io/gang-min: N) start their "
+                   "run duration once N members run, not at their own start; a pool's lifecycle.gang_barrier "
+                   "overrides it.")
 @click.option("--log-level", envvar="HOLLOW_LOG_LEVEL", default="INFO", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 def run(kubeconfig: str, pools_file: str, shard: object, metrics_port: int, metrics_host: str,
-        delete_nodes_on_exit: bool, heartbeat_factor: float, max_inflight: int, log_level: str) -> None:
+        delete_nodes_on_exit: bool, heartbeat_factor: float, max_inflight: int, gang_barrier: bool,
+        log_level: str) -> None:
     """Run a hollow-node agent in the foreground until SIGTERM/SIGINT."""
     # imported here: `hollowscale --help` mounts this group and must not pay for aiohttp and pydantic
     from hollow.agent import run_agent
@@ -75,6 +80,7 @@ def run(kubeconfig: str, pools_file: str, shard: object, metrics_port: int, metr
         delete_nodes_on_exit=delete_nodes_on_exit,
         metrics_host=metrics_host,
         metrics_port=metrics_port,
+        gang_barrier=gang_barrier,
     )
     if settings.heartbeat.renew_s * (1 + settings.heartbeat.renew_jitter) >= settings.heartbeat.node_monitor_grace_s:
         logging.getLogger("hollow").warning(

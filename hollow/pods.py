@@ -10,6 +10,15 @@ before writing and never sends a patch that changes nothing.
 
 Restart safety: deadlines are derived from the pod object (binding time, container start) and random
 draws are keyed by uid, so a new agent process picks up every pod where the old one left it.
+
+Gang members (label ``hollowscale.io/gang``, annotation ``hollowscale.io/gang-min``) wait for their
+gang: :attr:`PodController.gangs`, a :class:`hollow.gangs.GangRegistry` fed by a second watch of the
+labelled pods only (on every node), knows when a gang crossed its barrier (the moment N members ran),
+and a member's stages anchored at ``run_started`` count from then instead; until then the member
+stays Running without a timer, and when the gang crosses its barrier the members on this agent's
+nodes are planned again.  Pods without the label never reach the registry and pay nothing for it.
+Turned off agent-wide with ``gang_barrier=False`` or per pool with ``lifecycle.gang_barrier: false``
+(then the registry and its watch do not exist).
 """
 
 from __future__ import annotations
@@ -24,10 +33,12 @@ from typing import Any
 from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, Response
 from hollow.clock import Clock
 from hollow.faults import FaultState, choose
+from hollow.gangs import GangKey, GangRegistry
 from hollow.ipam import PodIPs
 from hollow.metrics import Metrics
 from hollow.nodes import NodeState
 from hollow.podstatus import delete_options, deletion_exit_code, restarted_patch, running_patch, terminated_patch
+from hollow.pools import PoolSpec
 from hollow.stages import (
     PHASE_ORDER,
     TERMINAL,
@@ -37,6 +48,7 @@ from hollow.stages import (
     annotation_problems,
     default_stages,
     exit_code,
+    gang_min,
     plan,
     pod_facts,
 )
@@ -79,7 +91,8 @@ class PodController:
     """Applies lifecycle stages to the pods on a set of nodes."""
 
     def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
-                 nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None) -> None:
+                 nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None,
+                 gang_barrier: bool = True) -> None:
         self.api = api
         self.clock = clock
         self.metrics = metrics
@@ -91,6 +104,11 @@ class PodController:
         self._timers = TimerLoop[str](clock, self._fire)
         self._tasks: set[asyncio.Task[None]] = set()
         self._transitions: dict[str, Any] = {}
+        self.gang_barrier = gang_barrier  # agent-wide; a pool's lifecycle.gang_barrier overrides it
+        pools = {id(n.slot.pool): n.slot.pool for n in nodes.values()}.values()
+        # no pool of this agent waits for gangs: gang pods are not even looked at
+        self.gangs: GangRegistry | None = GangRegistry(self._gang_crossed) \
+            if any(self._gated(p) for p in pools) else None
 
     # --- watch handler -------------------------------------------------------------------------
     def on_event(self, kind: str, obj: dict[str, Any]) -> None:
@@ -130,6 +148,19 @@ class PodController:
         for uid in [u for u in self.records if u not in uids]:
             self._forget(uid)
 
+    # --- gangs ---------------------------------------------------------------------------------
+    def _gated(self, pool: PoolSpec) -> bool:
+        """Gang members of this pool wait for their gang."""
+        own = pool.lifecycle.gang_barrier
+        return self.gang_barrier if own is None else own
+
+    def _gang_crossed(self, key: GangKey, barrier: float, uids: list[str]) -> None:
+        """A gang crossed its barrier: plan its members on this agent's nodes again."""
+        for uid in uids:
+            rec = self.records.get(uid)
+            if rec is not None:
+                self._replan(uid, rec)
+
     # --- planning ------------------------------------------------------------------------------
     def _ips(self, node: str) -> PodIPs:
         ips = self._ipam.get(node)
@@ -166,7 +197,12 @@ class PodController:
         now_w = self.clock.wall()
         pool = self.nodes[facts.node].slot.pool
         stages = self.stages or pool.stages or default_stages()
-        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages)
+        gated = False
+        barrier = None
+        if facts.gang and self.gangs is not None and self._gated(pool) and gang_min(facts) is not None:
+            gated = True
+            barrier = self.gangs.barrier(facts.namespace, facts.gang)
+        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier)
         if planned is None:
             rec.action = None
             self._timers.cancel(uid)

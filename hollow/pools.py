@@ -20,6 +20,8 @@ A pools file (or the ``pools:`` section of a scenario) describes groups of ident
           exit_code: 0
           failure_fraction: 0.0        # this share of pods exits with failure_exit_code instead
           failure_exit_code: 1
+          gang_barrier: true           # gang members' run clocks wait for their gang (default: the
+                                       # agent's --gang-barrier/--no-gang-barrier, on unless turned off)
         stages: my-stages.yaml         # optional: the pod lifecycle table (default hollow/stages.yaml),
                                        # relative to the pools file's folder, or the list itself
 
@@ -221,6 +223,10 @@ class LifecycleSpec(Spec):
         exit_code: container exit code at the end of the run (0 = Succeeded).
         failure_fraction: share (0..1) of pods that exit with ``failure_exit_code`` instead.
         failure_exit_code: exit code used for that share (non-zero).
+        gang_barrier: True: a gang member's run duration counts from the moment its gang has
+            ``hollowscale.io/gang-min`` members running (see :mod:`hollow.gangs`), not from its own
+            start; False: from its own start (the behaviour before gangs); None (default): the agent's
+            setting (:attr:`hollow.settings.AgentSettings.gang_barrier`).
     """
 
     startup_delay: FiniteDist = FIXED_ZERO
@@ -228,6 +234,7 @@ class LifecycleSpec(Spec):
     exit_code: ExitCode = 0
     failure_fraction: Fraction01 = 0.0
     failure_exit_code: FailureExitCode = 1
+    gang_barrier: bool | None = None
 
 
 def _stages(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
@@ -411,6 +418,8 @@ def pool_to_doc(pool: PoolSpec) -> dict[str, Any]:
     doc["lifecycle"] = {"startup_delay": lc.startup_delay.to_doc(), "run_duration": lc.run_duration.to_doc(),
                         "exit_code": lc.exit_code, "failure_fraction": lc.failure_fraction,
                         "failure_exit_code": lc.failure_exit_code}
+    if lc.gang_barrier is not None:
+        doc["lifecycle"]["gang_barrier"] = lc.gang_barrier
     if pool.stages is not None:
         doc["stages"] = stages_to_doc(pool.stages)
     return doc

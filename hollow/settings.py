@@ -87,6 +87,12 @@ class AgentSettings:
         delete_nodes_on_exit: delete this agent's Nodes and Leases on graceful shutdown.
         metrics_host: address of the metrics/control server (loopback by default).
         metrics_port: port of that server, 0 = pick a free one.
+        gang_barrier: gang members (label ``hollowscale.io/gang`` + annotation ``hollowscale.io/gang-min:
+            "N"``) hold their resources Running and start their run duration only once N members of
+            their gang run, on any agent's nodes (see :mod:`hollow.gangs`); False reproduces the
+            behaviour before gangs (each member's run counts from its own start).  A pool's
+            ``lifecycle.gang_barrier`` overrides it for that pool.  Pods without the label are not
+            affected either way.
     """
 
     shard: Shard = field(default_factory=Shard)
@@ -98,3 +104,4 @@ class AgentSettings:
     delete_nodes_on_exit: bool = False
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
+    gang_barrier: bool = True

@@ -23,6 +23,11 @@ reported with the file name and field path.
 
 Anchors come from the pod object itself (PodScheduled transition, container ``startedAt``) and random
 draws are keyed by the pod uid, so an agent that restarts computes the same deadlines again.
+
+Gang members (label ``hollowscale.io/gang``, annotation ``hollowscale.io/gang-min``) wait for their
+gang when the pool's or the agent's ``gang_barrier`` is on: for them ``run_started`` is the later of
+the container start and the gang's barrier (:mod:`hollow.gangs`), and a stage anchored there does not
+come due before the barrier is crossed.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ if TYPE_CHECKING:
 RUN_DURATION = "hollowscale.io/run-duration"
 EXIT_CODE = "hollowscale.io/exit-code"
 STARTUP_DELAY = "hollowscale.io/startup-delay"
+#: the gang a pod belongs to (the value of loadgen.workloads.LABEL_GANG; hollow imports only kubecore)
+LABEL_GANG = "hollowscale.io/gang"
+#: the number of gang members that must run before any member's run clock starts (loadgen's ANN_GANG_MIN)
+ANN_GANG_MIN = "hollowscale.io/gang-min"
 
 Action = Literal["start", "finish", "finalize"]
 Delay = Literal["none", "startup", "run"]
@@ -192,6 +201,7 @@ class PodFacts:
         host_network: uses the node's network (podIP = hostIP).
         pod_ip: ``status.podIP`` or None.
         has_scheduled_condition: a PodScheduled condition exists (bare pods have none).
+        gang: the value of the ``hollowscale.io/gang`` label ('' when none).
     """
 
     uid: str
@@ -210,6 +220,7 @@ class PodFacts:
     host_network: bool
     pod_ip: str | None
     has_scheduled_condition: bool
+    gang: str = ""
 
 
 def _ts(text: Any) -> float | None:
@@ -247,6 +258,7 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
     if run_started is None and status.get("phase") == "Running":
         run_started = _ts(status.get("startTime"))
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("hollowscale.io/")}
+    labels = meta.get("labels")
     return PodFacts(
         uid=meta.get("uid", ""),
         namespace=meta.get("namespace", ""),
@@ -265,6 +277,7 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         host_network=bool(spec.get("hostNetwork")),
         pod_ip=status.get("podIP") or None,
         has_scheduled_condition=scheduled,
+        gang=(labels.get(LABEL_GANG) or "") if labels else "",
     )
 
 
@@ -325,6 +338,22 @@ def exit_code(facts: PodFacts, lifecycle: LifecycleSpec) -> int:
     return lifecycle.exit_code
 
 
+def parse_gang_min(raw: str | None) -> int | None:
+    """The ``hollowscale.io/gang-min`` annotation's N (an integer >= 1), or None when absent or unusable."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not text.isdigit():
+        return None
+    n = int(text)
+    return n if n >= 1 else None
+
+
+def gang_min(facts: PodFacts) -> int | None:
+    """N when the pod is a gang member (label and a usable annotation), else None."""
+    return parse_gang_min(facts.annotations.get(ANN_GANG_MIN)) if facts.gang else None
+
+
 def annotation_problems(facts: PodFacts) -> list[str]:
     """Messages for unusable annotations (logged once per pod; defaults apply)."""
     problems = []
@@ -336,6 +365,10 @@ def annotation_problems(facts: PodFacts) -> list[str]:
     raw = facts.annotations.get(EXIT_CODE)
     if raw is not None and not (raw.strip().isdigit() and 0 <= int(raw) <= 255):
         problems.append(f"{facts.namespace}/{facts.name}: {EXIT_CODE}: expected an integer 0..255, got {raw!r}")
+    raw = facts.annotations.get(ANN_GANG_MIN)
+    if raw is not None and facts.gang and parse_gang_min(raw) is None:
+        problems.append(f"{facts.namespace}/{facts.name}: {ANN_GANG_MIN}: expected an integer >= 1, got {raw!r} "
+                        f"(the pod runs without a gang barrier)")
     return problems
 
 
@@ -356,8 +389,9 @@ def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None) -> Stage | 
 
 
 def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
-         stages: tuple[Stage, ...] | None = None) -> Planned | None:
-    """The pod's next stage and when it is due, or None when nothing more will happen.
+         stages: tuple[Stage, ...] | None = None, gated: bool = False,
+         barrier_at: float | None = None) -> Planned | None:
+    """The pod's next stage and when it is due, or None when nothing more will happen (for now).
 
     Args:
         facts: the pod as last observed.
@@ -366,10 +400,17 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         run_started_at: a more precise container start than the pod's second-resolution timestamp,
             when this process started the container itself.
         stages: the lifecycle table (the pool's; :func:`default_stages` when None).
+        gated: the pod is a gang member whose work waits for its gang (:mod:`hollow.gangs`): the
+            anchor ``run_started`` becomes the later of the container start and ``barrier_at``, and
+            while ``barrier_at`` is None a stage anchored there does not come due (None is returned;
+            the caller plans again when the gang crosses its barrier).
+        barrier_at: the gang's barrier time (wall seconds), or None while it is not crossed.
     """
     stage = select(facts, stages)
     if stage is None:
         return None
+    if gated and barrier_at is None and stage.anchor == "run_started":
+        return None  # the run clock has not started: the gang is not complete
     if stage.delay == "none":
         delay = 0.0
     elif stage.delay == "startup":
@@ -382,6 +423,8 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         anchor = facts.bound_at
     elif stage.anchor == "run_started":
         anchor = run_started_at if run_started_at is not None else (facts.run_started_at or now_wall)
+        if gated and barrier_at is not None and barrier_at > anchor:
+            anchor = barrier_at
     else:
         anchor = now_wall
     return Planned(stage, max(anchor + delay, now_wall))
