@@ -335,3 +335,11 @@ async def test_the_pod_watch_never_touches_the_registry() -> None:
     ctl.on_event("ADDED", _member("a", "Running", start=T0))
     ctl.on_event("ADDED", _member("b", "Running", start=T0 + 1, node="elsewhere"))
     assert len(ctl.gangs) == 0
+
+
+def test_names_match_the_load_generator() -> None:
+    # hollow imports only kubecore, so it spells the two names itself; they must stay equal
+    from loadgen.workloads import ANN_GANG_MIN as LOADGEN_MIN
+    from loadgen.workloads import LABEL_GANG as LOADGEN_LABEL
+
+    assert (LABEL_GANG, ANN_GANG_MIN) == (LOADGEN_LABEL, LOADGEN_MIN)
