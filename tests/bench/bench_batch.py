@@ -1,7 +1,7 @@
 """``make bench-batch``: the highest sustainable job rate of each scheduling variant (default scheduler,
 in-tree gang scheduling, Kueue queues, gang + queues) on the ``scale`` profile, side by side in one run.
 
-Workload: distillation-shaped gang jobs (one 8-GPU student + two 1-GPU teachers, ``same_duration``,
+Workload: distillation-shaped gang jobs (one 8-GPU student + two 1-GPU teachers running 5 s, ``same_duration``,
 queued to one team's LocalQueue) on hollow GPU nodes with room to spare, so the schedulers' and
 Kueue's throughput is what limits the rate, not the GPUs.  Each trial is a full ``hollowscale run`` of
 that scenario as the variant, at one arrival rate, on a fresh local cluster; a rate is **sustainable**
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_facts  # noqa: E402
 
-from hollowscale.run.orchestrator import Runner  # noqa: E402
+from hollowscale.run.orchestrator import EXIT_INTERRUPTED, Runner  # noqa: E402
 from hollowscale.scenario import parse_scenario  # noqa: E402
 
 VARIANTS = [{"name": "default"}, {"name": "gang", "gang_scheduling": True}, {"name": "queues", "kueue": True},
@@ -45,7 +45,7 @@ def scenario_doc(rate: float, load_s: float, nodes: int, settle_s: float) -> dic
         "pools": [{"name": "bb-v100", "count": nodes,
                    "resources": {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "8"},
                    "labels": {"hollowscale.io/pool": "v100"}}],
-        "workloads": [{"name": "distill", "kind": "Job", "run_duration": "20s", "same_duration": True,
+        "workloads": [{"name": "distill", "kind": "Job", "run_duration": "5s", "same_duration": True,
                        "gang": {"min_members": "all"}, "queued": True,
                        "roles": [{"name": "student", "replicas": 1,
                                   "resources": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8"}},
@@ -69,6 +69,8 @@ def trial(variant: dict[str, Any], rate: float, args: argparse.Namespace, work: 
     t0 = time.monotonic()
     runner = Runner(v, work, quiet=True, run_id=f"bb-{name}", run_dir=work / name, point_latest=False)
     code = runner.run()
+    if code == EXIT_INTERRUPTED:  # Ctrl-C / SIGTERM: the trial tore itself down; stop the search too
+        raise SystemExit(EXIT_INTERRUPTED)
     s = runner.summary
     m = s.get("measurements") or {}
     b = m.get("batch") or {}
