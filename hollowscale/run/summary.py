@@ -192,7 +192,9 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         # gang gates, runtime config, Kueue version and configuration (local cluster)
         "features": getattr(ci, "features", None) or {},
         "reused": bool(ci.reused) if ci else None,
-        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports},
+        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports,
+                   # gang members wait for each other before their run time counts (hollow agent default)
+                   "gang_barrier": "--no-gang-barrier" not in sc.agents.args},
         "namespace": f.namespace,
     }
     arrival = sc.arrival
