@@ -36,8 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hollow.clock import parse_rfc3339
-from hollow.stages import ANN_GANG_MIN, LABEL_GANG, TERMINAL, parse_gang_min
+from hollow.stages import ANN_GANG_MIN, LABEL_GANG, TERMINAL, parse_gang_min, parse_timestamp
 
 __all__ = ["ANN_GANG_MIN", "LABEL_GANG", "Gang", "GangKey", "GangRegistry", "Interval", "barrier_time",
            "member_interval", "parse_gang_min"]
@@ -84,22 +83,14 @@ def member_interval(obj: dict[str, Any]) -> Interval | None:
     state = ((statuses[0].get("state") or {}) if statuses else {})
     raw_start = status.get("startTime") or (state.get("running") or {}).get("startedAt") \
         or (state.get("terminated") or {}).get("startedAt")
-    start = _ts(raw_start)
+    start = parse_timestamp(raw_start)
     if start is None:
         return None
     if phase == "Running":
         return start, None
-    end = _ts((state.get("terminated") or {}).get("finishedAt"))
+    end = parse_timestamp((state.get("terminated") or {}).get("finishedAt"))
     return start, end if end is not None else start  # terminal without a finish time: never counted
 
-
-def _ts(text: Any) -> float | None:
-    if not text:
-        return None
-    try:
-        return parse_rfc3339(str(text))
-    except ValueError:
-        return None
 
 
 @dataclass

@@ -223,7 +223,8 @@ class PodFacts:
     gang: str = ""
 
 
-def _ts(text: Any) -> float | None:
+def parse_timestamp(text: Any) -> float | None:
+    """Epoch seconds of an RFC 3339 time in an object (None when absent or unreadable)."""
     if not text:
         return None
     try:
@@ -243,9 +244,9 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         if cond.get("type") == "PodScheduled":
             scheduled = True
             if cond.get("status") == "True":
-                bound_at = _ts(cond.get("lastTransitionTime"))
+                bound_at = parse_timestamp(cond.get("lastTransitionTime"))
     if bound_at is None:
-        bound_at = _ts(meta.get("creationTimestamp")) or 0.0
+        bound_at = parse_timestamp(meta.get("creationTimestamp")) or 0.0
     run_started = None
     restarts = 0
     statuses = status.get("containerStatuses") or ()
@@ -254,9 +255,9 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         restarts = int(first.get("restartCount") or 0)
         running = (first.get("state") or {}).get("running")
         if running:
-            run_started = _ts(running.get("startedAt"))
+            run_started = parse_timestamp(running.get("startedAt"))
     if run_started is None and status.get("phase") == "Running":
-        run_started = _ts(status.get("startTime"))
+        run_started = parse_timestamp(status.get("startTime"))
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("hollowscale.io/")}
     labels = meta.get("labels")
     return PodFacts(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -16,3 +17,12 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float = 60.0, every
             return result
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (a stopped run must leave none)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hollowscale.measure.prom import PromQueries, counter_increase
+from hollowscale.measure.prom import PromQueries, as_number, counter_increase
 
 #: metric names (checked against the sources named in the module docstring)
 SCHED_PODGROUP_ATTEMPTS = "scheduler_podgroup_schedule_attempts_total"
@@ -53,13 +53,6 @@ KUEUE_BUILD_INFO = "kueue_build_info"
 #: extra look-back before the window for raw counter samples (a value from before the window is needed)
 LOOKBACK_MARGIN_S = 300
 
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def _w(start: float, end: float) -> str:
@@ -110,7 +103,7 @@ def _quantiles(pq: PromQueries, metric: str, start: float, end: float, purpose: 
             query = f"histogram_quantile({q / 100}, sum by (le, {by}) (increase({metric}_bucket{selector}[{w}])))"
             out["queries"][f"by_{by}.p{q}"] = query
             for s in pq.instant(query, end, f"{purpose} p{q} by {by}"):
-                v = _num(s["value"][1])
+                v = as_number(s["value"][1])
                 out.setdefault(f"by_{by}", {}).setdefault(s["metric"].get(by, ""), {})[f"p{q}"] = (
                     None if v is None else round(v * scale, 3))
     return out
@@ -144,8 +137,8 @@ def kueue_figures(pq: PromQueries, start: float, end: float, step_s: float = 5.0
     q_max = f"max_over_time((sum by (cluster_queue) ({KUEUE_PENDING}))[{_w(start, end)}:{max(step_s, 1.0):g}s])"
     at_end: dict[str, dict[str, float | None]] = {}
     for s in pq.instant(q_end, end, "Kueue pending workloads at the end"):
-        at_end.setdefault(s["metric"].get("cluster_queue", ""), {})[s["metric"].get("status", "")] = _num(s["value"][1])
-    mx = {s["metric"].get("cluster_queue", ""): _num(s["value"][1])
+        at_end.setdefault(s["metric"].get("cluster_queue", ""), {})[s["metric"].get("status", "")] = as_number(s["value"][1])
+    mx = {s["metric"].get("cluster_queue", ""): as_number(s["value"][1])
           for s in pq.instant(q_max, end, "Kueue pending workloads, max over the window")}
     out["pending_workloads"] = {"at_end": at_end, "max": mx, "queries": {"at_end": q_end, "max": q_max}}
     out["evicted_workloads"] = counter(KUEUE_EVICTED, ("reason", "priority_class", "cluster_queue"),
@@ -259,9 +252,9 @@ def batch_prom_series(pq: PromQueries, start: float, end: float, step_s: float) 
     "queries": {...}}`` (t_s from ``start``)."""
     q_p = f"sum by (cluster_queue) ({KUEUE_PENDING})"
     q_s = f'sum(rate({SCHED_PODGROUP_ATTEMPTS}{{result="scheduled"}}[30s]))'
-    pending = {s["metric"].get("cluster_queue", ""): [[round(float(t) - start, 3), _num(v)] for t, v in s["values"]]
+    pending = {s["metric"].get("cluster_queue", ""): [[round(float(t) - start, 3), as_number(v)] for t, v in s["values"]]
                for s in pq.range(q_p, start, end, step_s, "Kueue pending workloads over time")}
     res = pq.range(q_s, start, end, step_s, "pod groups scheduled per second")
-    rate = [[round(float(t) - start, 3), _num(v)] for t, v in res[0]["values"]] if res else []
+    rate = [[round(float(t) - start, 3), as_number(v)] for t, v in res[0]["values"]] if res else []
     return {"kueue_pending_workloads": pending, "podgroups_scheduled_per_s": rate,
             "queries": {"kueue_pending_workloads": q_p, "podgroups_scheduled_per_s": q_s}}

@@ -181,7 +181,8 @@ class PrometheusServer:
             stop_group(self.proc, grace_s)
 
 
-def _num(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
+    """A sample value as a float (None for text, NaN or infinity)."""
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -205,7 +206,7 @@ class PromQueries:
 
     def scalar(self, query: str, at: float, purpose: str) -> float | None:
         res = self.instant(query, at, purpose)
-        return _num(res[0]["value"][1]) if res else None
+        return as_number(res[0]["value"][1]) if res else None
 
     def range(self, query: str, start: float, end: float, step_s: float, purpose: str) -> list[dict[str, Any]]:
         from datetime import datetime
@@ -227,20 +228,20 @@ class PromQueries:
                      f"(increase({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[{w}])))")
             out["queries"][f"by_verb.p{q}"] = query
             for s in self.instant(query, end, f"API latency p{q} by verb"):
-                v = _num(s["value"][1])
+                v = as_number(s["value"][1])
                 out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})[f"p{q}"] = (
                     None if v is None else round(v * 1000, 3))
         cnt_q = f"sum by (verb) (increase(apiserver_request_sli_duration_seconds_count{{verb!~\"WATCH|CONNECT\"}}[{w}]))"
         out["queries"]["by_verb.count"] = cnt_q
         for s in self.instant(cnt_q, end, "API requests by verb"):
-            out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})["count"] = round(_num(s["value"][1]) or 0.0, 1)
+            out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})["count"] = round(as_number(s["value"][1]) or 0.0, 1)
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for q in (50, 99):
             query = (f"histogram_quantile({q / 100}, sum by (verb, resource, le) "
                      f"(increase({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[{w}])))")
             out["queries"][f"by_verb_resource.p{q}"] = query
             for s in self.instant(query, end, f"API latency p{q} by verb and resource"):
-                v = _num(s["value"][1])
+                v = as_number(s["value"][1])
                 key = (s["metric"].get("verb", "?"), s["metric"].get("resource", "?"))
                 rows.setdefault(key, {"verb": key[0], "resource": key[1]})[f"p{q}"] = None if v is None else round(v * 1000, 3)
         out["by_verb_resource"] = sorted(rows.values(), key=lambda r: (r["verb"], r["resource"]))
@@ -261,7 +262,7 @@ class PromQueries:
     def scheduler(self, start: float, end: float) -> dict[str, Any]:
         w = f"{max(1, math.ceil(end - start))}s"
         q_att = f"sum by (result) (increase(scheduler_schedule_attempts_total[{w}]))"
-        results = {s["metric"].get("result", "?"): round(_num(s["value"][1]) or 0.0, 1)
+        results = {s["metric"].get("result", "?"): round(as_number(s["value"][1]) or 0.0, 1)
                    for s in self.instant(q_att, end, "scheduler attempts by result")}
         lat = {}
         q_lat = {}
@@ -298,8 +299,8 @@ class PromQueries:
         w = f"{max(1, math.ceil(end - start))}s"
         q_cpu = f"sum by (job) (rate(process_cpu_seconds_total[{w}]))"
         q_mem = f"sum by (job) (max_over_time(process_resident_memory_bytes[{w}]))"
-        cpu = {s["metric"].get("job", "?"): round(_num(s["value"][1]) or 0.0, 4) for s in self.instant(q_cpu, end, "CPU cores")}
-        mem = {s["metric"].get("job", "?"): round((_num(s["value"][1]) or 0.0) / 2**20, 1)
+        cpu = {s["metric"].get("job", "?"): round(as_number(s["value"][1]) or 0.0, 4) for s in self.instant(q_cpu, end, "CPU cores")}
+        mem = {s["metric"].get("job", "?"): round((as_number(s["value"][1]) or 0.0) / 2**20, 1)
                for s in self.instant(q_mem, end, "peak RSS MiB")}
         jobs = sorted(set(cpu) | set(mem))
         return {"by_job": {j: {"cpu_cores_avg": cpu.get(j), "rss_mib_max": mem.get(j)} for j in jobs},
@@ -310,12 +311,12 @@ class PromQueries:
         q = f"histogram_quantile(0.99, sum by (verb, le) (rate({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[30s])))"
         out: dict[str, Any] = {"query_api_p99": q, "api_p99_ms": {}}
         for s in self.range(q, start, end, step_s, "API latency p99 over time by verb"):
-            pts = [(float(t) - start, _num(v)) for t, v in s["values"]]
+            pts = [(float(t) - start, as_number(v)) for t, v in s["values"]]
             out["api_p99_ms"][s["metric"].get("verb", "?")] = [[round(t, 3), None if v is None else round(v * 1000, 3)] for t, v in pts]
         qb = 'sum(rate(scheduler_schedule_attempts_total{result="scheduled"}[10s]))'
         out["query_binding_rate"] = qb
         res = self.range(qb, start, end, step_s, "binding rate over time")
-        out["binding_rate"] = [[round(float(t) - start, 3), _num(v)] for t, v in res[0]["values"]] if res else []
+        out["binding_rate"] = [[round(float(t) - start, 3), as_number(v)] for t, v in res[0]["values"]] if res else []
         return out
 
 

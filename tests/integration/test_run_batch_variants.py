@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_default_vs_gang_queues(tmp_path: Path) -> None:
@@ -76,5 +70,5 @@ def test_default_vs_gang_queues(tmp_path: Path) -> None:
     assert r.returncode == (0 if all(v["passed"] for v in comparison["variants"]) else 1)
     for v in ("default", "gang-queues"):
         pids = json.loads((parent / v / "pids.json").read_text())
-        assert not [c for c in pids["children"] if _alive(c["pid"])]
+        assert not [c for c in pids["children"] if alive(c["pid"])]
         assert not (parent / v / "cluster").exists()

@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_chaos_short_recovers_and_loses_nothing(tmp_path: Path) -> None:
@@ -78,7 +72,7 @@ def test_chaos_short_recovers_and_loses_nothing(tmp_path: Path) -> None:
 
     # nothing left running: the run's children, the cluster's components (restarted ones included)
     pids = json.loads((run_dir / "pids.json").read_text())
-    assert not [c for c in pids["children"] if _alive(c["pid"])]
+    assert not [c for c in pids["children"] if alive(c["pid"])]
     starts = [e.get("pid") for e in cp["events"] if e["event"] == "started"]
-    assert starts and not [p for p in starts if p and _alive(p)]
+    assert starts and not [p for p in starts if p and alive(p)]
     assert not (tmp_path / "cluster").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from browser import check_page
+from waiting import alive
 
 from hollowscale.cluster.local import LocalCluster
 
@@ -32,13 +33,6 @@ def scenario_on(cluster_dir: Path, tmp_path: Path, name: str, **changes) -> Path
     path.write_text(yaml.safe_dump(doc))
     return path
 
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_smoke_end_to_end(tmp_path: Path) -> None:
