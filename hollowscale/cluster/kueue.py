@@ -136,8 +136,13 @@ def module_dir() -> Path:
 # --------------------------------------------------------------------------------------------- rendering
 def render_config(layout: KueueLayout, ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS,
                   fair_sharing: dict[str, Any] | None = FAIR_SHARING,
-                  wait_for_pods_ready: dict[str, Any] | None = WAIT_FOR_PODS_READY) -> dict[str, Any]:
-    """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a process on 127.0.0.1."""
+                  wait_for_pods_ready: dict[str, Any] | None = WAIT_FOR_PODS_READY,
+                  client_qps: tuple[float, int] = (20.0, 30)) -> dict[str, Any]:
+    """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a process on 127.0.0.1.
+
+    ``client_qps`` is Kueue's API client limit (QPS, burst): Kueue's own defaults (20/30) in the
+    ``default`` profile, lifted with the other components' in ``scale``.
+    """
     doc: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -149,6 +154,7 @@ def render_config(layout: KueueLayout, ports: KueuePorts, frameworks: Iterable[s
         "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
         "integrations": {"frameworks": list(frameworks)},
+        "clientConnection": {"qps": client_qps[0], "burst": client_qps[1]},
     }
     if fair_sharing is not None:
         doc["fairSharing"] = copy.deepcopy(fair_sharing)

@@ -271,7 +271,8 @@ class LocalCluster:
             metrics=metrics,
             pids={**{p["name"]: p["pid"] for p in state.processes},
                   **{n: c.pid for n, c in component_states(self.dir).items()}},
-            client_qps=profile.client_qps(),
+            client_qps={**profile.client_qps(),
+                        **({"kueue": (profile.kueue_qps, profile.kueue_burst)} if state.features.get("kueue") else {})},
             flags=state.flags,
             ports=dict(ports),
             started_at=state.started_at,
@@ -521,7 +522,8 @@ class LocalCluster:
             os.chmod(target / "tls.key", 0o600)
         client = issue_cert(pki_dir, "kueue", kueue_mod.USER, client=True)
         write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=kueue_mod.USER)
-        layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(layout, ports), sort_keys=False))
+        layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(
+            layout, ports, client_qps=(self.profile.kueue_qps, self.profile.kueue_burst)), sort_keys=False))
 
     # ----------------------------------------------------------------- argv
     def _gate_flags(self, component: str) -> list[str]:

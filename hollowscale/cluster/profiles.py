@@ -19,6 +19,8 @@ class Profile:
         apiserver_flags: extra kube-apiserver flags.
         scheduler_qps: kube-scheduler client QPS (requests/s) and ``scheduler_burst``.
         controller_manager_qps: kube-controller-manager client QPS (requests/s) and ``..._burst``.
+        kueue_qps: Kueue's client QPS (requests/s) and ``kueue_burst`` (Kueue's defaults: 20/30), when
+            the cluster runs Kueue.
     """
 
     name: str
@@ -27,6 +29,8 @@ class Profile:
     scheduler_burst: int = 100
     controller_manager_qps: float = 20.0
     controller_manager_burst: int = 30
+    kueue_qps: float = 20.0
+    kueue_burst: int = 30
 
     def client_qps(self) -> dict[str, tuple[float, int]]:
         """Client QPS/burst per component, for reports."""
@@ -51,6 +55,8 @@ PROFILES: dict[str, Profile] = {
         scheduler_burst=10000,
         controller_manager_qps=5000.0,
         controller_manager_burst=10000,
+        kueue_qps=5000.0,
+        kueue_burst=10000,
     ),
 }
 

@@ -90,11 +90,14 @@ def test_kueue_configuration_golden(tmp_path: Path) -> None:
         "metrics": {"bindAddress": "127.0.0.1:8443"},
         "health": {"healthProbeBindAddress": "127.0.0.1:8081"},
         "integrations": {"frameworks": ["batch/job"]},
+        "clientConnection": {"qps": 20.0, "burst": 30},  # Kueue's own defaults (default profile)
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
         "waitForPodsReady": {"timeout": "5m", "blockAdmission": False},
     }
     bare = kueue.render_config(layout, PORTS, fair_sharing=None, wait_for_pods_ready=None)
     assert "fairSharing" not in bare and "waitForPodsReady" not in bare
+    scale = kueue.render_config(layout, PORTS, client_qps=(5000.0, 10000))  # the scale profile's
+    assert scale["clientConnection"] == {"qps": 5000.0, "burst": 10000}
 
 
 def test_kueue_argv_runs_in_a_private_mount_namespace(tmp_path: Path) -> None:
