@@ -141,19 +141,20 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=ROOT / ".hollowscale" / "bench-batch")
     args = ap.parse_args()
     wanted = args.variants.split(",")
-    results = []
-    for v in VARIANTS:
-        if v["name"] in wanted:
-            print(f"variant {v['name']}", flush=True)
-            results.append(search(v, args, args.work))
+    results: list[dict[str, Any]] = []
     doc = {"facts": machine_facts(), "command": "python " + " ".join(sys.argv),
            "rule": f"sustained = every job finished within {args.settle_s:g}s of settle and created -> all members "
                    f"running p99 <= {args.p99_s:g}s; {args.load_s:g}s of load per trial, fresh cluster per trial, "
                    f"{args.nodes} x 8-GPU hollow nodes, scale profile",
            "results": results}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "batch.json").write_text(json.dumps(doc, indent=2))
-    (args.out / "batch.md").write_text(markdown(doc))
+    for v in VARIANTS:
+        if v["name"] in wanted:
+            print(f"variant {v['name']}", flush=True)
+            results.append(search(v, args, args.work))
+            # written after each variant: an interrupted bench keeps what it measured
+            (args.out / "batch.json").write_text(json.dumps(doc, indent=2))
+            (args.out / "batch.md").write_text(markdown(doc))
     print(markdown(doc))
     return 0
 
