@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
+from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KUEUE_VERSION
 
 
 def machine_facts() -> dict[str, Any]:
@@ -38,5 +38,5 @@ def machine_facts() -> dict[str, Any]:
             "go": go,
             "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
         },
-        "versions": {"kubernetes": KUBERNETES_VERSION, "etcd": ETCD_VERSION},
+        "versions": {"kubernetes": KUBERNETES_VERSION, "etcd": ETCD_VERSION, "kueue": KUEUE_VERSION},
     }
