@@ -122,9 +122,23 @@ def markdown(doc: dict[str, Any]) -> str:
         best = next((t for t in r["trials"] if t["sustained"] and t["rate"] == r["highest_sustained_jobs_per_s"]), None)
         lines.append(f"| {r['variant']['name']} | {r['highest_sustained_jobs_per_s']:g} | {r['lowest_failed_jobs_per_s']} | "
                      f"{best['scheduling_throughput_pods_per_s'] if best else 'n/a'} | {len(r['trials'])} |")
-    lines += ["", "Client limits (QPS/burst) of each engine, from the trials: " + json.dumps(
-        next((t["client_qps"] for r in doc["results"] for t in r["trials"] if t.get("client_qps")), {})), ""]
+    lines += ["", "Client limits (QPS/burst) each variant ran with:", ""]
+    for r in doc["results"]:
+        qps = next((t["client_qps"] for t in r["trials"] if t.get("client_qps")), {})
+        lines.append(f"- {r['variant']['name']}: " + ", ".join(f"{k} {v['qps']:g}/{v['burst']}" for k, v in qps.items()))
+    lines += ["", "Trials (rate jobs/s: sustained, created -> all running p99 s, unfinished, wall s):", ""]
+    for r in doc["results"]:
+        lines.append(f"- {r['variant']['name']}: " + "; ".join(
+            f"{t['rate']:g}: {'ok' if t['sustained'] else 'no'}, {t['created_to_all_running_p99_s']}, "
+            f"{t['unfinished']}, {t['wall_s']}" for t in r["trials"]))
+    lines.append("")
     return "\n".join(lines)
+
+
+def rerender(path: Path) -> None:
+    """Write ``batch.md`` again from ``batch.json`` (after a change of this layout)."""
+    doc = json.loads(path.read_text())
+    path.with_suffix(".md").write_text(markdown(doc))
 
 
 def main() -> int:
