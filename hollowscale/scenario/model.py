@@ -326,9 +326,11 @@ class ScenarioFile(Spec):
             problems += check_quotas(("cohorts", i, "quotas"), c.quotas, allocatable)
         declared = {pc.name for pc in self.priority_classes}
         for i, w in enumerate(self.workloads):
-            if w.priority_class and w.priority_class not in declared and not w.priority_class.startswith("system-"):
+            # a local cluster has only the system classes; another cluster may have its own
+            if (w.priority_class and self.cluster.backend == "local" and w.priority_class not in declared
+                    and not w.priority_class.startswith("system-")):
                 problems.append((("workloads", i, "priority_class"), f"{w.priority_class!r} is not declared under "
-                                 "priority_classes (the run creates the classes it uses)"))
+                                 "priority_classes (the run creates the classes a local cluster needs)"))
             kueue_somewhere = self.cluster.kueue or any(v.kueue for v in self.variants)
             if w.queued and kueue_somewhere and not self.tenants:
                 problems.append((("workloads", i, "queued"), "queued workloads need tenants (each has a queue)"))

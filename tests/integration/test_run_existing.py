@@ -85,7 +85,8 @@ def test_existing_namespace_is_left_as_it_was(cluster: ClusterInfo, k: Callable[
     code, summary, log = run(tiny_scenario(tmp_path, "keepns", ns, str(cluster.kubeconfig)), tmp_path / "out")
     assert summary["complete"], (summary.get("incomplete_reason"), log)
     assert summary["measurements"]["jobs"]["submitted"] == 8 and summary["measurements"]["jobs"]["unfinished"] == 0
-    assert summary["cluster"]["namespace"] == {"name": ns, "created_by_run": False}
+    assert {k: summary["cluster"]["namespace"][k] for k in ("name", "created_by_run")} == \
+        {"name": ns, "created_by_run": False}
     assert code == 0, log
     after = json.loads(k("get", "namespace", ns, "-o", "json").stdout)
     assert after["metadata"]["uid"] == before["uid"] and after["status"]["phase"] == "Active"
@@ -108,7 +109,8 @@ def test_same_scenario_back_to_back(cluster: ClusterInfo, k: Callable[..., Any],
     for i in range(2):
         code, summary, log = run(scen, tmp_path / f"out{i}")
         assert summary["complete"], (i, summary.get("incomplete_reason"), log)
-        assert summary["cluster"]["namespace"] == {"name": "back-to-back", "created_by_run": True}
+        assert {k: summary["cluster"]["namespace"][k] for k in ("name", "created_by_run")} == \
+            {"name": "back-to-back", "created_by_run": True}
         results.append((code, summary["measurements"]["jobs"]))
     assert results[0] == results[1], results
     assert results[0][1]["submitted"] == results[0][1]["completed"] == 8

@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 OURS = ("kubecore", "hollow", "loadgen", "distill", "hollowscale")
 CORE_PACKAGES = ("kubecore", "hollow", "loadgen", "hollowscale")
 #: the import names of the tests' own helper modules (``tests/*.py``, on sys.path in the suite)
-TEST_LOCAL = {"tests", "conftest"} | {p.stem for p in (ROOT / "tests").glob("*.py")}
+# modules of the test tree itself (shared helpers at its top, a unit test reusing another's helpers,
+# the bench scripts' machine facts)
+TEST_LOCAL = {"tests", "conftest"} | {p.stem for p in (ROOT / "tests").rglob("*.py")}
 
 
 def _normalise(dist: str) -> str:
