@@ -241,13 +241,14 @@ class Runner:
         self.tolerate_failures_until = max(self.tolerate_failures_until,
                                            time.monotonic() + (f.duration_s or 0.0) + 120.0)
         try:
-            assert self.local is not None and f.component is not None
+            if self.local is None or f.component is None:  # validation allows these on the local backend only
+                raise ValueError("no local cluster of this run to inject it into")
             ack = self.local.fault(action, f.component, f.duration_s or 0.0)
             entry["ack"] = ack
             entry["pid"] = ack.get("pid")
             if ack.get("event") == "request-refused":
                 self.errors.append(f"fault {f.type} {f.component} refused by the supervisor: {ack.get('why')}")
-        except (AssertionError, ValueError, TimeoutError) as exc:
+        except (ValueError, TimeoutError) as exc:
             entry["error"] = str(exc)
             self.errors.append(f"fault {f.type} {f.component} not injected: {exc}")
         self.faults_log.append(entry)
