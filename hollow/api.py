@@ -1,13 +1,15 @@
-"""A raw async Kubernetes API client: one pooled aiohttp session, bytes in, bytes out.
+"""A raw async Kubernetes API client: pooled keep-alive connections, bytes in, bytes out.
 
 Why not the generated client: it builds model objects for every response and is synchronous; at a
 thousand lease renewals a second the agent's CPU would go to deserialisation.  Here a request is a
 path, a verb label (for metrics), and an orjson-encoded body; callers parse only what they read.
+Requests go through :mod:`hollow.http1` (a request is one write of pre-encoded bytes); aiohttp is kept
+for watches, which are long-lived streams where its per-request cost does not matter.
 
 Every request (except watches, which are long-lived) passes a global concurrency bound so the agent
 never drowns the apiserver, and 429/5xx/timeouts/connection errors are retried with capped,
-full-jitter exponential backoff (honouring ``Retry-After``).  Writes never need a GET first: callers
-use create-then-adopt on 409 and patches with uid preconditions.
+full-jitter exponential backoff (honouring a 429's ``retryAfterSeconds``).  Writes never need a GET
+first: callers use create-then-adopt on 409 and patches with uid preconditions.
 
 Credentials: a client certificate lives in the TLS context; a bearer token that can expire (a
 kubeconfig ``exec`` plugin, as managed clusters use) is asked of :meth:`KubeEndpoint.auth_headers` for
@@ -29,8 +31,8 @@ from typing import Any, NamedTuple
 
 import aiohttp
 import orjson
-from yarl import URL
 
+from hollow.http1 import Http1Pool, HttpError
 from hollow.metrics import Metrics
 from kubecore.config import KubeEndpoint
 
@@ -144,6 +146,16 @@ class PrioritySemaphore:
         self._value += 1
 
 
+def _retry_after(body: bytes) -> float | None:
+    """``details.retryAfterSeconds`` of a 429 Status (the apiserver sends it with the Retry-After header)."""
+    try:
+        doc = orjson.loads(body)
+        seconds = ((doc.get("details") or {}).get("retryAfterSeconds")) if isinstance(doc, dict) else None
+    except orjson.JSONDecodeError:
+        return None
+    return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
+
+
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
     r = rng or random
@@ -163,7 +175,8 @@ class ApiClient:
         self._refresh = endpoint.refresh is not None
         static_auth = {} if self._refresh else endpoint.auth_headers()
         self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **static_auth}
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # watches (long-lived streams) only
+        self._pool: Http1Pool | None = None  # every other request
         self._children: dict[tuple[str, int], Any] = {}
         self._lat: dict[str, Any] = {}
         self.waiting = 0
@@ -172,6 +185,9 @@ class ApiClient:
 
     async def start(self) -> None:
         """Open the pooled session (idempotent)."""
+        if self._pool is None:
+            self._pool = Http1Pool(self._base, self.endpoint.ssl_context(), self._headers,
+                                   connect_timeout_s=self.settings.request_timeout_s)
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self.settings.max_inflight + 16, limit_per_host=0,
@@ -184,6 +200,8 @@ class ApiClient:
     async def close(self) -> None:
         """Close the session and its connections."""
         self.closed = True
+        if self._pool is not None:
+            self._pool.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -222,9 +240,9 @@ class ApiClient:
         """
         make: Callable[[], Any] | None = body if callable(body) else None
         data = None if make is not None else (body if isinstance(body, bytes | None) else orjson.dumps(body))
-        has_body = make is not None or data is not None
-        headers: dict[str, str] | None = {"Content-Type": content_type} if has_body else None
-        url = URL(self._base + path, encoded=True)  # paths are built from DNS names: nothing to quote
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("ApiClient.start() was not awaited")
         s = self.settings
         attempts = s.max_attempts if retry else 1
         last = Response(0, b"")
@@ -243,21 +261,20 @@ class ApiClient:
                 if make is not None:
                     made = make()
                     data = made if isinstance(made, bytes) else orjson.dumps(made)
-                if self._refresh:  # per attempt: a retry after a 401 carries the renewed token
-                    headers = {**(headers or {}), **self.endpoint.auth_headers()}
+                # per attempt: a retry after a 401 carries the renewed token
+                extra = self.endpoint.auth_headers() if self._refresh else None
+                raw = pool.encode(method, path, data, content_type, params, extra)
                 t0 = time.perf_counter()
                 try:
-                    async with self.session.request(method, url, data=data, headers=headers,
-                                                    params=params) as resp:
-                        payload = await resp.read()
-                        last = Response(resp.status, payload)
-                        self._count(verb, resp.status, time.perf_counter() - t0)
-                        if resp.status in _RETRY_STATUS:
-                            reason = str(resp.status)
-                            ra = resp.headers.get("Retry-After")
-                            if ra and ra.isdigit():
-                                wait_s = min(float(ra), s.backoff_cap_s)
-                except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                    status, payload = await pool.request(raw, s.request_timeout_s)
+                    last = Response(status, payload)
+                    self._count(verb, status, time.perf_counter() - t0)
+                    if status in _RETRY_STATUS:
+                        reason = str(status)
+                        ra = _retry_after(payload) if status == 429 else None
+                        if ra is not None:
+                            wait_s = min(ra, s.backoff_cap_s)
+                except (HttpError, TimeoutError, OSError) as exc:
                     self._count(verb, 0, time.perf_counter() - t0)
                     reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
                     last = Response(0, str(exc).encode())
