@@ -23,6 +23,7 @@ import asyncio
 import collections
 import logging
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -65,6 +66,19 @@ class ApiSettings:
     user_agent: str = "hollowscale-hollow/0.1"
 
 
+_RESOURCE_VERSION = re.compile(rb'"resourceVersion"\s*:\s*"([^"]*)"')
+
+
+def resource_version_of(body: bytes) -> str:
+    """``metadata.resourceVersion`` of an object's JSON (its first ``resourceVersion``), '' if none.
+
+    An answer's metadata comes before anything else that could hold a resourceVersion, so a search
+    finds it without parsing the whole object.
+    """
+    m = _RESOURCE_VERSION.search(body)
+    return m.group(1).decode() if m else ""
+
+
 class Response(NamedTuple):
     """Status and raw body of the final attempt (status 0 = no HTTP response at all)."""
 
@@ -79,6 +93,10 @@ class Response(NamedTuple):
     def json(self) -> Any:
         """The body parsed with orjson."""
         return orjson.loads(self.body) if self.body else None
+
+    def resource_version(self) -> str:
+        """``metadata.resourceVersion`` of the object in the body, '' if none (found without parsing)."""
+        return resource_version_of(self.body)
 
     def message(self) -> str:
         """The Status message of an error response, or a short body excerpt."""

@@ -42,7 +42,9 @@ class NodeState:
         ready_since: wall seconds of a Ready transition the next status patch must report (after a
             heartbeat gap or a fault), else None (the stored transition time is kept).
         last_renew: monotonic seconds of the last acknowledged lease renewal (0 = never).
-        lease_exists: the Lease is known to exist (renew by PATCH, not POST).
+        lease_exists: the Lease is known to exist (renew it, do not POST it).
+        lease_rv: the Lease's resourceVersion after our last write ('' = unknown: renew by merge patch,
+            which answers with the current version; known: renew by update, as the kubelet does).
         recovering: a Ready status patch after a NotReady mark is pending (sent at heartbeat priority).
         needs_ready: marked NotReady while our own renewals were late; post Ready after the next renewal
             (posting it before would be contradicted at once, and only adds load to a struggling apiserver).
@@ -53,6 +55,7 @@ class NodeState:
     ready_since: float | None = None
     last_renew: float = 0.0
     lease_exists: bool = False
+    lease_rv: str = ""
     recovering: bool = False
     needs_ready: bool = False
 

@@ -8,6 +8,10 @@ pod's pool's stage table (``stages:`` in the pools file, else ``hollow/stages.ya
 timer.  When the timer fires it writes exactly one status patch (or the final DELETE); it never reads
 before writing and never sends a patch that changes nothing.
 
+Echoes: the MODIFIED event that each of the agent's own status writes produces (two per pod) carries
+nothing the controller does not already know, so the versions its writes returned are remembered and
+the watcher skips those events unparsed (:meth:`PodController.is_own_write`).
+
 Restart safety: deadlines are derived from the pod object (binding time, container start) and random
 draws are keyed by uid, so a new agent process picks up every pod where the old one left it.
 
@@ -104,6 +108,8 @@ class PodController:
         self._timers = TimerLoop[str](clock, self._fire)
         self._tasks: set[asyncio.Task[None]] = set()
         self._transitions: dict[str, Any] = {}
+        #: resourceVersions our own writes produced whose watch events have not arrived yet
+        self._own_versions: set[str] = set()
         self.gang_barrier = gang_barrier  # agent-wide; a pool's lifecycle.gang_barrier overrides it
         pools = {id(n.slot.pool): n.slot.pool for n in nodes.values()}.values()
         # no pool of this agent waits for gangs: gang pods are not even looked at
@@ -134,7 +140,8 @@ class PodController:
         elif _rank(facts) < _rank(rec.facts):
             # older than what we wrote ourselves; only a new deletionTimestamp is news
             if facts.deleting and not rec.facts.deleting:
-                rec.facts = dataclasses.replace(rec.facts, deleting=True)
+                rec.facts = dataclasses.replace(rec.facts, deleting=True,
+                                                removed_by_apiserver=facts.removed_by_apiserver)
             else:
                 return
         else:
@@ -142,6 +149,25 @@ class PodController:
                 facts = dataclasses.replace(facts, deleting=True)
             rec.facts = facts
         self._replan(uid, rec)
+
+    def is_own_write(self, resource_version: str) -> bool:
+        """The watch event at ``resource_version`` is the echo of our own write (see the module doc)."""
+        if resource_version in self._own_versions:
+            self._own_versions.discard(resource_version)
+            return True
+        return False
+
+    def _wrote(self, resp: Response) -> None:
+        """Remember the version a successful status write produced (its echo will be skipped)."""
+        if len(self._own_versions) > 100_000:  # echoes lost to a watch restart: never grow without end
+            self._own_versions.clear()
+        rv = resp.resource_version()
+        if rv:
+            self._own_versions.add(rv)
+
+    def on_list_start(self) -> None:
+        """A new LIST starts: events before it will not come, so neither will the echoes we wait for."""
+        self._own_versions.clear()
 
     def on_relisted(self, uids: set[str]) -> None:
         """Forget pods deleted while the watch was down."""
@@ -180,7 +206,7 @@ class PodController:
             rec.dirty = True
             return
         facts = rec.facts
-        if rec.delete_sent or rec.gone:
+        if rec.delete_sent or rec.gone or facts.removed_by_apiserver:
             self._timers.cancel(uid)
             return
         now_m = self.clock.monotonic()
@@ -284,6 +310,7 @@ class PodController:
                                       content_type=STRATEGIC_MERGE_PATCH)
         wait = self._outcome(rec, resp)
         if resp.ok:
+            self._wrote(resp)
             rec.started_wall = now_w
             rec.facts = dataclasses.replace(rec.facts, phase="Running", run_started_at=float(int(now_w)),
                                             pod_ip=pod_ip, restart_count=0)
@@ -308,6 +335,7 @@ class PodController:
                                       content_type=STRATEGIC_MERGE_PATCH)
         wait = self._outcome(rec, resp)
         if resp.ok:
+            self._wrote(resp)
             rec.forced_exit = None
             if restart:
                 rec.started_wall = now_w
@@ -332,6 +360,7 @@ class PodController:
             wait = self._outcome(rec, resp)
             if not resp.ok:
                 return wait
+            self._wrote(resp)
             phase = "Succeeded" if code == 0 else "Failed"
             rec.facts = dataclasses.replace(facts, phase=phase)
             self._ips(facts.node).release(uid)

@@ -202,6 +202,9 @@ class PodFacts:
         pod_ip: ``status.podIP`` or None.
         has_scheduled_condition: a PodScheduled condition exists (bare pods have none).
         gang: the value of the ``hollowscale.io/gang`` label ('' when none).
+        removed_by_apiserver: deleted with grace 0 and no finalizers: the apiserver removes the object
+            in the same request that marked it (a DELETED event follows at once), so the kubelet has
+            nothing left to write; a status patch or DELETE would only be answered 404.
     """
 
     uid: str
@@ -221,6 +224,7 @@ class PodFacts:
     pod_ip: str | None
     has_scheduled_condition: bool
     gang: str = ""
+    removed_by_apiserver: bool = False
 
 
 def parse_timestamp(text: Any) -> float | None:
@@ -279,6 +283,8 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         pod_ip=status.get("podIP") or None,
         has_scheduled_condition=scheduled,
         gang=(labels.get(LABEL_GANG) or "") if labels else "",
+        removed_by_apiserver=bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0
+        and not meta.get("finalizers"),
     )
 
 

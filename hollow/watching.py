@@ -18,10 +18,11 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 
-from hollow.api import ApiClient, backoff_delay, iter_lines
+from hollow.api import ApiClient, backoff_delay, iter_lines, resource_version_of
 from hollow.metrics import Metrics
 
 log = logging.getLogger("hollow.watching")
+_MODIFIED = b'{"type":"MODIFIED"'
 
 
 class WatchHandler(Protocol):
@@ -37,6 +38,10 @@ class WatchHandler(Protocol):
         A handler may also define ``on_list_start()`` (optional, no arguments), called before the
         LIST is sent: what it learns from elsewhere after that moment may be missing from ``uids``
         without having been deleted.
+
+        And ``is_own_write(resource_version) -> bool`` (optional): True for the version a write of the
+        handler itself produced; that MODIFIED event tells the handler nothing it does not know, so it
+        is not parsed at all (the version is found by a search in the raw line) and not handed on.
         """
         ...
 
@@ -120,7 +125,15 @@ class Watcher:
                 raise _WatchFailed(f"watch {resp.status}: {(await resp.read())[:200]!r}")
             self._failures = 0
             counters: dict[str, Any] = {}
+            own = getattr(self.handler, "is_own_write", None)
+            echoes = self.metrics.watch_events.labels(self.resource, "MODIFIED_OWN")
             async for line in iter_lines(resp):
+                if own is not None and line.startswith(_MODIFIED):
+                    echo_rv = resource_version_of(line)
+                    if echo_rv and own(echo_rv):
+                        echoes.inc()
+                        rv = self.resource_version = echo_rv
+                        continue
                 ev = orjson.loads(line)
                 kind = ev.get("type")
                 obj = ev.get("object") or {}

@@ -96,7 +96,7 @@ def test_agent_follows_an_expiring_exec_token(cluster: Any, tmp_path: Path) -> N
         assert len(nodes) == 3 and all(
             any(c.type == "Ready" and c.status == "True" for c in n.status.conditions) for n in nodes)
         metrics = agent.metrics()
-        assert metrics.get('hollow_api_requests_total{code="200",verb="patch_lease"}', 0) > 0
+        assert metrics.get('hollow_api_requests_total{code="200",verb="update_lease"}', 0) > 0
     finally:
         code = agent.stop(timeout_s=60)
         for name in names[1:]:

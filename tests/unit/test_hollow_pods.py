@@ -183,3 +183,53 @@ async def test_pod_failure_fault_crashes_a_share_of_running_pods() -> None:
     await advance(clock, ctl, 1.0)
     codes = [c[4]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] for c in api.calls]
     assert codes == [137] * 5
+
+
+async def test_own_status_writes_are_recognised_once_and_forgotten_on_relist() -> None:
+    clock, api, ctl, _ = setup()
+    versions = iter(range(100, 200))
+
+    async def answer(verb: str, method: str, path: str, *, body: Any = None, **kw: Any) -> Response:
+        await RecordingApi.request(api, verb, method, path, body=body, **kw)
+        return Response(200, b'{"kind":"Pod","metadata":{"name":"p","resourceVersion":"%d"}}' % next(versions))
+
+    api.request = answer  # type: ignore[method-assign]
+    ctl.on_event("ADDED", pod(clock, ann={"hollowscale.io/run-duration": "5s"}))
+    await advance(clock, ctl, 1.0)
+    assert writes(api) == [("patch_pod_status", "Running")]
+    assert ctl.is_own_write("100")  # the Running write's echo: the watcher skips it unparsed
+    assert not ctl.is_own_write("100")  # once only
+    assert not ctl.is_own_write("99")  # someone else's write is handed on
+    await advance(clock, ctl, 6.0)
+    assert writes(api)[-1] == ("patch_pod_status", "Succeeded") and ctl.is_own_write("101")
+    ctl._wrote(Response(200, b'{"metadata":{"resourceVersion":"7"}}'))
+    ctl.on_list_start()  # a relist: echoes from before it will never come
+    assert not ctl.is_own_write("7")
+
+
+def test_resource_version_is_found_without_parsing() -> None:
+    from hollow.api import resource_version_of
+
+    line = (b'{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"n",'
+            b'"uid":"u","resourceVersion":"4242","annotations":{"x":"{\\"resourceVersion\\":\\"1\\"}"}}}}')
+    assert resource_version_of(line) == "4242"
+    assert orjson.loads(line)["object"]["metadata"]["resourceVersion"] == "4242"
+    assert resource_version_of(b'{"metadata":{"name":"p"}}') == ""
+    assert Response(200, b'{"metadata": {"resourceVersion": "9"}}').resource_version() == "9"
+
+
+async def test_a_pod_deleted_with_grace_zero_gets_no_writes_unless_finalizers_hold_it() -> None:
+    clock, api, ctl, _ = setup()
+    ctl.on_event("ADDED", pod(clock))
+    await advance(clock, ctl, 1.0)
+    assert writes(api) == [("patch_pod_status", "Running")]
+    forced = pod(clock, phase="Running", deleting=True, started_ago=1.0)
+    forced["metadata"]["deletionGracePeriodSeconds"] = 0  # the apiserver removes it in the same request
+    ctl.on_event("MODIFIED", forced)
+    await advance(clock, ctl, 5.0)
+    assert len(api.calls) == 1  # no terminated patch, no DELETE: both would be answered 404
+    held = pod(clock, phase="Running", deleting=True, started_ago=1.0, uid="u2")
+    held["metadata"].update(deletionGracePeriodSeconds=0, finalizers=["batch.kubernetes.io/job-tracking"])
+    ctl.on_event("MODIFIED", held)  # a finalizer keeps the object: the kubelet reports and deletes it
+    await advance(clock, ctl, 5.0)
+    assert [(v, m) for _, v, m, _, _ in api.calls[1:]] == [("patch_pod_status", "PATCH"), ("delete_pod", "DELETE")]

@@ -12,7 +12,7 @@ import orjson
 from hollow.api import Response
 from hollow.clock import FakeClock
 from hollow.faults import FaultState
-from hollow.leases import LeaseManager, spread
+from hollow.leases import COALESCE_S, LeaseManager, spread
 from hollow.metrics import Metrics
 from hollow.nodes import NodeManager
 from hollow.pools import parse_pools
@@ -39,7 +39,7 @@ class RecordingApi:
         self.priorities.append((verb, kw.get("priority", 1)))
         await asyncio.sleep(0)
         status = 201 if method == "POST" and self.status == 200 else self.status
-        return Response(status, b'{"metadata": {"uid": "u"}}')
+        return Response(status, b'{"metadata": {"uid": "u", "resourceVersion": "%d"}}' % len(self.calls))
 
 
 def test_timer_queue_orders_moves_and_cancels() -> None:
@@ -100,9 +100,16 @@ async def test_leases_renew_every_quarter_lease_evenly_spread() -> None:
     while clock.monotonic() < start + 120:
         await asyncio.sleep(0)
     task.cancel()
-    renewals = [c for c in api.calls if c[1] in ("patch_lease", "create_lease")]
+    renewals = [c for c in api.calls if c[1] in ("update_lease", "patch_lease", "create_lease")]
     creates = [c for c in api.calls if c[1] == "create_lease"]
-    assert len(creates) == 200  # created once, then only renewed by PATCH
+    assert len(creates) == 200  # created once, then only renewed by update (PUT) at the version last answered
+    assert not [c for c in api.calls if c[1] == "patch_lease"]
+    for _, verb, method, path, body in api.calls:
+        if verb == "update_lease":
+            name = path.rsplit("/", 1)[-1]
+            assert method == "PUT" and body["metadata"]["name"] == name and body["metadata"]["resourceVersion"]
+            assert body["metadata"]["ownerReferences"][0]["uid"].startswith("uid-")  # an update keeps the owner
+            assert body["spec"]["holderIdentity"] == name and body["spec"]["leaseDurationSeconds"] == 40
     per_node: dict[str, list[float]] = {}
     for t, _, _, path, body in api.calls:
         name = path.rsplit("/", 1)[-1] if path.endswith(tuple("0123456789")) else body["metadata"]["name"]
@@ -111,7 +118,8 @@ async def test_leases_renew_every_quarter_lease_evenly_spread() -> None:
     for times in per_node.values():
         gaps = [b - a for a, b in itertools.pairwise(times)]
         assert len(times) >= 11
-        assert all(10 - 0.41 <= g <= 10 + 0.41 for g in gaps), gaps  # never drifts, jitter <= 4%
+        # never drifts: jitter <= 4%, plus up to COALESCE_S for renewals fired together
+        assert all(10 - 0.41 - COALESCE_S <= g <= 10 + 0.41 + COALESCE_S for g in gaps), gaps
     # evenly spread: every 1 s window holds about 200 / 10 = 20 renewals
     buckets = Counter(int(t - start) for t, *_ in renewals if start + 10 <= t < start + 110)
     assert min(buckets.values()) >= 14 and max(buckets.values()) <= 26, buckets
