@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -118,6 +119,19 @@ class Agent:
             self.metrics.api_waiting.set(self.api.waiting)
             await asyncio.sleep(5.0)  # a gauge: 10,000 nodes looked at every 5 s is plenty
 
+    async def _register_then_freeze(self) -> None:
+        """Register the nodes, then move what exists by then out of the garbage collector's sight.
+
+        The node states, pools and timers live as long as the agent; a profile at 10,000 nodes had
+        ~4% of the agent's CPU in the cyclic collector scanning them again and again.  Frozen objects
+        are never scanned (nor freed, which they would not be anyway); and the young generation is
+        collected every 20,000 allocations instead of 700, since the hot path makes few cycles.
+        """
+        await self.nodes.register_all(self.leases.add)
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(20_000, 10, 10)
+
     async def run(self, announce: bool = True) -> None:
         """Run until :attr:`stopping` is set (SIGTERM/SIGINT set it when run from the CLI)."""
         await self.api.start()
@@ -131,7 +145,7 @@ class Agent:
         tasks = [asyncio.ensure_future(c) for c in (
             self.monitor.run(), self.pod_watch.run(), self.node_watch.run(), self.pods.run(), self.leases.run(),
             self.nodes.run(),
-            self.nodes.register_all(self.leases.add), self._ready_gauge())]
+            self._register_then_freeze(), self._ready_gauge())]
         if self.gang_watch is not None:
             tasks.append(asyncio.ensure_future(self.gang_watch.run()))
         try:

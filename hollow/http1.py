@@ -60,6 +60,7 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection; at most one request on it at a time."""
 
     def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()  # asked once: each call is a getpid() system call
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reused = False
@@ -114,7 +115,7 @@ class _Connection(asyncio.Protocol):
     def send(self, raw: bytes) -> asyncio.Future[tuple[int, bytes]]:
         """Write one request; the future gets (status, body)."""
         assert self.transport is not None
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = self.loop.create_future()
         self._received = False
         self.transport.write(raw)
         return self._waiter
@@ -252,7 +253,7 @@ class Http1Pool:
         for attempt in range(2):
             conn = (self._take_idle() if attempt == 0 else None) or await self._connect()
             fut = conn.send(raw)
-            handle = asyncio.get_running_loop().call_later(timeout_s, _expire, fut)
+            handle = conn.loop.call_later(timeout_s, _expire, fut)
             try:
                 result = await fut
             except HttpError:
