@@ -573,6 +573,12 @@ def histogram_quantile(before: dict[str, float], after: dict[str, float], name: 
     return None
 
 
+async def _reap(task: asyncio.Future[Any]) -> None:
+    """Wait for a task this code cancelled, without swallowing a cancellation of our own (Ctrl-C):
+    ``suppress(CancelledError)`` around the await would eat both, and the bench would go on."""
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def wait_for(what: str, check: Callable[[], bool], timeout: float, every: float = 0.25) -> bool:
     """Wait until ``check()``; False (and a log line) when ``timeout`` passes first: the figures then
     record how far it got, because an overloaded control plane is a result, not an error."""
@@ -939,15 +945,13 @@ async def pod_phase(run: Run, ns: str, mode: str, steady_cores: float | None) ->
     deleting = asyncio.ensure_future(gather_bounded(pods, delete, 256))
     await wait_for("pods gone", lambda: not tracker.exists, args.delete_cap_s)
     deleting.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await deleting
+    await _reap(deleting)
     t_deleted = time.monotonic() - t0
     d = run.cpu.snap()
     run.profile_stop(phase)
     delta, failed, bench = ApiCounter.delta(m0, await run.counter.snap())
     wtask.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await wtask
+    await _reap(wtask)
     whole = CpuMeter.delta(a, c)
     engine_cpu = whole["cpu_s"][engine.name]
     starts = sorted(tracker.running.values())
@@ -1002,8 +1006,7 @@ async def run_engine(run: Run) -> dict[str, Any]:
         run.profiler.stop()
         await engine.stop()
         ntask.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ntask
+        await _reap(ntask)
     result["profiles"] = run.profiles
     return result
 
