@@ -49,6 +49,7 @@ bench-cluster: setup ## cluster up/down medians -> reports/bench/cluster.json
 	$(PY) tests/bench/bench_cluster.py --runs 5 --out reports/bench/cluster.json
 
 bench-hollow: setup ## hollow vs KWOK tuned: 10,000 GPU nodes + 5,000 pods per mode, 3 repeats, fresh control plane each (~45 min) -> reports/bench/hollow.json
+	$(VENV)/bin/pip install -q 'py-spy>=0.3'  # the agent's CPU profile per phase
 	$(PY) tests/bench/bench_hollow.py
 
 bench-loadgen: setup ## Locust job creates/s (scale profile) and collector throughput -> reports/bench/loadgen.json
