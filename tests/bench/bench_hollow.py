@@ -906,8 +906,10 @@ async def pod_phase(run: Run, ns: str, mode: str, steady_cores: float | None) ->
     """(c) ``--pods`` pods to Running, Succeeded and deleted (grace 0, by the bench), bare or scheduled."""
     engine, api, args, pods = run.engine, run.api, run.args, run.args.pods
     tracker = PodTracker()
-    watcher = Watcher(api, f"bench_pods_{mode}", f"/api/v1/namespaces/{ns}/pods", {}, tracker, Metrics(),
-                      WatchSettings(page_size=2000))
+    # only this mode's pods: the bare phase's stragglers may still be terminating in the namespace, and
+    # counting them made the scheduler phase's figures (Running, rates, CPU per pod) wrong before
+    watcher = Watcher(api, f"bench_pods_{mode}", f"/api/v1/namespaces/{ns}/pods", {"labelSelector": f"bench={mode}"},
+                      tracker, Metrics(), WatchSettings(page_size=2000))
     wtask = asyncio.ensure_future(watcher.run())
     await watcher.synced.wait()
     phase = f"pods_{mode}"
