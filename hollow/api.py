@@ -203,13 +203,16 @@ class ApiClient:
 
     async def start(self) -> None:
         """Open the pooled session (idempotent)."""
+        if self._pool is not None and self._session is not None:
+            return
+        ssl_context = self.endpoint.ssl_context()  # read the certificates once for both transports
         if self._pool is None:
-            self._pool = Http1Pool(self._base, self.endpoint.ssl_context(), self._headers,
+            self._pool = Http1Pool(self._base, ssl_context, self._headers,
                                    connect_timeout_s=self.settings.request_timeout_s)
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self.settings.max_inflight + 16, limit_per_host=0,
-                ssl=self.endpoint.ssl_context() or False, keepalive_timeout=120, ttl_dns_cache=None)
+                ssl=ssl_context or False, keepalive_timeout=120, ttl_dns_cache=None)
             self._session = aiohttp.ClientSession(
                 connector=connector, headers=self._headers, cookie_jar=aiohttp.DummyCookieJar(), json_serialize=lambda o: orjson.dumps(o).decode(),
                 timeout=aiohttp.ClientTimeout(total=self.settings.request_timeout_s), auto_decompress=True,
