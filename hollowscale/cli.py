@@ -204,6 +204,7 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
 # (each import is its owner's contract; see DESIGN.md "Contracts")
 from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
+from hollowscale.images.cli import images_group  # noqa: E402  (hollowscale images build)
 from hollowscale.run.cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
 
 main.add_command(nodes_group)
@@ -211,3 +212,4 @@ main.add_command(distill_group)
 main.add_command(run_cmd)
 main.add_command(validate_cmd)
 main.add_command(compare_cmd)
+main.add_command(images_group)
