@@ -19,6 +19,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from hollowscale.report.distill import html_parts as distill_html
+
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
 
@@ -274,6 +276,7 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
         parts.append("<figure class='plot' id='plot-control-plane'><figcaption><b>Control plane over time</b> - source: "
                      f"supervisor events, {html.escape(str(cp.get('source', '')))}</figcaption>{cp_svg}</figure>")
     parts += control_plane_tables(summary)
+    parts += distill_html(summary)
     sources = summary.get("sources") or {}
     rows = []
     for key in ("pod_startup_latency_ms", "pod_scheduling_latency_ms", "job_completion_time_s", "gpu_queue_wait_s"):

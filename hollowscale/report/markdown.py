@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hollowscale.report.distill import markdown_lines as distill_markdown
+
 
 def fmt(v: Any, nd: int = 1) -> str:
     if v is None:
@@ -90,6 +92,7 @@ def render(summary: dict[str, Any]) -> str:
     if cc:
         lines.append(f"- cross-check watch vs Prometheus bindings: {cc.get('verdict', 'n/a')}")
     lines += control_plane_lines(summary)
+    lines += distill_markdown(summary)
     api = m.get("api_latency_ms") or {}
     if api:
         lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "", "| verb | requests | p50 ms | p99 ms |",

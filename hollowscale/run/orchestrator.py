@@ -40,6 +40,8 @@ from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.agents import Agents
 from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.run.children import Children
+from hollowscale.run.distilljobs import DistillJobs
+from hollowscale.run.distillsetup import add_distill_section, build_distill_jobs
 from hollowscale.run.loadwatch import CreateFailureWatch
 from hollowscale.run.progress import Progress
 from hollowscale.run.resources import ResourceSampler
@@ -109,6 +111,7 @@ class Runner:
         self.fault_timers: list[threading.Timer] = []
         self.incomplete_reason: str | None = None
         self.errors: list[str] = []
+        self.distill: DistillJobs | None = None
 
     # ------------------------------------------------------------------------------------ helpers
     def _phase(self, name: str) -> None:
@@ -214,6 +217,9 @@ class Runner:
         if f.on_control_plane:
             self._fire_component_fault(index)
             return
+        if f.on_distill_job:
+            self._fire_distill_fault(index)
+            return
         entry: dict[str, Any] = {"type": f.type, "at_s": f.at_s, "fraction": f.fraction, "duration_s": f.duration_s,
                                  "fired_at": iso(time.time()), "t": time.time(), "responses": []}
         body = {"fraction": f.fraction, "duration_s": f.duration_s, "seed": f.seed}
@@ -229,6 +235,48 @@ class Runner:
                 entry["responses"].append({"port": port, "error": str(exc)})
         self.faults_log.append(entry)
         self.progress.log(f"fault {f.type} fired: {entry['responses']}")
+
+    def _fire_distill_fault(self, index: int) -> None:
+        """Kill one of a distillation job's teacher pods, or scale its teachers."""
+        f = self.sc.faults[index]
+        assert f.job is not None
+        entry: dict[str, Any] = {"type": f.type, "at_s": f.at_s, "job": f.job, "fired_at": iso(time.time()),
+                                 "t": time.time()}
+        if self.distill is None:
+            entry["error"] = "no distillation jobs in this run"
+        elif f.type == "teacher-kill":
+            entry.update(self.distill.kill_teacher(f.job))
+        else:
+            assert f.replicas is not None
+            entry.update(self.distill.scale_teachers(f.job, f.replicas))
+        entry["t"] = entry.get("t", time.time())
+        if entry.get("error"):
+            self.errors.append(f"fault {f.type} {f.job}: {entry['error']}")
+        self.faults_log.append(entry)
+        self.progress.log(f"fault {f.type} {f.job} fired: {entry.get('pod') or entry.get('replicas')} "
+                          f"{entry.get('error') or ''}")
+
+    def _distill_prepare(self) -> None:
+        """The distill image on the real nodes, the teacher checkpoint, the jobs' namespace, teachers Ready."""
+        assert self.endpoint is not None
+        jobs = self.sc.distill_jobs
+        if not jobs:
+            return
+        self._phase("distill-setup")
+        self.distill = build_distill_jobs(self.sc, self.cluster_info, self.endpoint, self.run_id, self.claims,
+                                          self.progress.log)
+        self.distill.create_teachers()
+        self.distill.wait_teachers_ready(300.0, self._sleep)
+        self.distill.start_monitor()
+
+    def _start_students(self) -> None:
+        if self.distill is None:
+            return
+        for job in self.sc.distill_jobs:
+            t = threading.Timer(job.start_at_s, self.distill.create_student, args=(job.name,))
+            t.daemon = True
+            t.start()
+            self.fault_timers.append(t)
 
     def _fire_component_fault(self, index: int) -> None:
         """Stall, kill or restart a control-plane component through the cluster's supervisor."""
@@ -269,6 +317,7 @@ class Runner:
         self.locust = self.children.start("locust", argv, self.run_dir / "logs" / "locust.log", cwd=REPO)
         self.resources.mark(self._harness_pids())
         watch = CreateFailureWatch(ldir / "locust", self.sc.measurements.abort_after_failed_creates)
+        self._start_students()
         for i, f in enumerate(self.sc.faults):
             t = threading.Timer(f.at_s, self._fire_fault, args=(i,))
             t.daemon = True
@@ -319,7 +368,7 @@ class Runner:
         overall = self.t_start + self.sc.timeout_s
         while time.monotonic() < deadline and time.time() < overall:
             c = self.collector.timeline.counts()
-            if c["jobs"] and c["jobs_done"] >= c["jobs"]:
+            if c["jobs"] and c["jobs_done"] >= c["jobs"] and (self.distill is None or self.distill.students_done()):
                 return
             self._sleep(1.0)
             self._progress_tick()
@@ -348,7 +397,10 @@ class Runner:
             prometheus_targets=self.prom.targets_health() if prom_alive and self.prom else {},
             harness=self.resources.usage(self._harness_pids()),
         )
-        return assemble(facts)
+        summary, series, prom_series = assemble(facts)
+        if self.distill is not None:
+            add_distill_section(summary, self.distill, self.t_load_start or self.t_start)
+        return summary, series, prom_series
 
     # ------------------------------------------------------------------------------------ teardown
     def _teardown(self) -> None:
@@ -370,6 +422,8 @@ class Runner:
                     release_namespace(session_for(self.endpoint, 1), self.endpoint.server, claim)
                 except (requests.RequestException, RuntimeError) as exc:
                     self.errors.append(f"namespace cleanup failed ({claim.name}): {exc}")
+        if self.distill is not None:  # before the namespaces: a namespace we did not create keeps its other objects
+            self.errors += self.distill.delete_all()
         if self.batch is not None:
             self.errors += self.batch.delete_all()
         self.children.stop_all(grace_s=10)
@@ -399,6 +453,7 @@ class Runner:
                     self.claims.append(claim_namespace(session_for(self.endpoint, 1), self.endpoint.server, ns,
                                                        self.run_id, log=self.progress.log))
                 self.namespace = self.claims[0]
+                self._distill_prepare()
                 self.batch = BatchObjects(session_for(self.endpoint, 1), self.endpoint.server, self.run_id)
                 self.batch.create(priority_objects(self.sc, self.run_id) + kueue_objects(self.sc, self.run_id)
                                   + volcano_objects(self.sc, self.run_id))

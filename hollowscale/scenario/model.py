@@ -32,6 +32,7 @@ from hollowscale.scenario.batch import (
     check_tenants,
     check_variants,
 )
+from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
 from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads, WorkloadSpec
@@ -40,7 +41,7 @@ BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
 AGENT_FAULTS = ("heartbeat-loss", "pod-failures")
 COMPONENT_FAULTS = ("component-stall", "component-kill", "component-restart")
-FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS
+FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS + DISTILL_FAULTS
 #: what a control-plane fault may target (the local cluster's supervised components)
 FAULT_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue")
 SLO_OPS = ("<=", ">=", "<", ">")
@@ -58,6 +59,7 @@ SLO_METRICS: dict[str, tuple[str, ...]] = {
     "crosscheck": ("diff_pct",),
     "api_latency_ms": ("p50", "p99"),  # api_latency_ms.<VERB>.p99
     "api_latency_slo_ms": ("p50", "p99"),  # api_latency_slo_ms.<mutating|read_object|read_list>.p99
+    "distill": ("jobs", "failed_jobs", "lost_samples", "accuracy_gap_pts"),  # the real distillation jobs
     "fault_recovery_s": ("max", "p50", "unrecovered"),
     "integrity": ("jobs_lost", "pods_lost", "bindings_lost", "double_counted"),
 }
@@ -112,6 +114,9 @@ class ClusterSpec(Spec):
         volcano: the cluster (``existing`` or ``kind``) runs Volcano: Job workloads are submitted as
             Volcano Jobs (``schedulerName: volcano``, ``minAvailable``, the tenant's Volcano Queue).
             Not run by hollowscale's own tests: no Volcano is available here.
+        real_nodes: real kubelets (each with its own containerd) the local cluster starts beside the
+            hollow nodes, labelled ``hollowscale.io/node-kind=real`` and tainted so hollow workloads
+            never land there; ``distill_jobs`` run on them.  Needs root.
     """
 
     backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
@@ -123,6 +128,7 @@ class ClusterSpec(Spec):
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
     volcano: StrictBool = False
+    real_nodes: number(0, 16, integer=True) = 0  # type: ignore[valid-type]
 
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
@@ -179,6 +185,9 @@ class FaultSpec(Spec):
     name a ``component``: ``component-stall`` (SIGSTOP for ``duration_s``, then SIGCONT: an overloaded
     or paused process as its clients see it), ``component-kill`` (SIGKILL; restarted after the
     crash-loop backoff) and ``component-restart`` (SIGTERM, started again at once, same data dir).
+    Distillation faults name a ``job`` of ``distill_jobs``: ``teacher-kill`` (one Ready teacher pod
+    deleted with no grace, as a lost machine; its ReplicaSet replaces it) and ``teacher-scale`` (the
+    teacher Deployment set to ``replicas``, as ``kubectl scale`` does).
     """
 
     type: one_of(*FAULT_TYPES)  # type: ignore[valid-type]
@@ -188,10 +197,16 @@ class FaultSpec(Spec):
     component: one_of(*FAULT_COMPONENTS) | None = None  # type: ignore[valid-type]
     seed: StrictInt = 1
     exit_code: number(0, 255, integer=True) = 137  # type: ignore[valid-type]
+    job: DnsLabel | None = None
+    replicas: number(0, 8, integer=True) | None = None  # type: ignore[valid-type]
 
     @property
     def on_control_plane(self) -> bool:
         return self.type in COMPONENT_FAULTS
+
+    @property
+    def on_distill_job(self) -> bool:
+        return self.type in DISTILL_FAULTS
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> FaultSpec:
@@ -205,6 +220,18 @@ class FaultSpec(Spec):
             if getattr(self, name) is not None:
                 problems.append(((name,), f"does not apply to a {self.type} fault; remove it"))
 
+        if self.on_distill_job:
+            need("job", "the name of one of distill_jobs")
+            for name in ("fraction", "duration_s", "component"):
+                refuse(name)
+            if self.type == "teacher-scale":
+                need("replicas", "the teacher count to scale to")
+            else:
+                refuse("replicas")
+            raise_problems("fault", problems)
+            return self
+        refuse("job")
+        refuse("replicas")
         if self.on_control_plane:
             need("component", f"one of {', '.join(FAULT_COMPONENTS)}")
             refuse("fraction")
@@ -297,6 +324,7 @@ class ScenarioFile(Spec):
     cohorts: tuple[CohortSpec, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     variants: tuple[VariantSpec, ...] = ()
+    distill_jobs: tuple[DistillJobSpec, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioFile:
@@ -310,6 +338,7 @@ class ScenarioFile(Spec):
                 problems.append((("faults", i, "type"), f"{f.type} needs the local cluster (cluster.backend: "
                                                         f"local), not {self.cluster.backend!r}: hollowscale "
                                                         "supervises only the components it started"))
+        problems += self._distill_problems()
         if self.timeout_s is not None and self.timeout_s < duration:
             problems.append((("timeout_s",), f"expected at least the load duration ({duration:g}s), "
                                              f"got {self.timeout_s:g}s"))
@@ -346,6 +375,29 @@ class ScenarioFile(Spec):
                              f"cluster; backend {self.cluster.backend!r} runs what its cluster has"))
         raise_problems("scenario", problems)
         return self
+
+    def _distill_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        names = [j.name for j in self.distill_jobs]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                problems.append((("distill_jobs", i, "name"), f"duplicate job name {name!r}"))
+            if self.distill_jobs[i].start_at_s >= self.arrival.duration_s:
+                problems.append((("distill_jobs", i, "start_at_s"), "expected a time within the load "
+                                 f"(< {self.arrival.duration_s:g}s), got {self.distill_jobs[i].start_at_s:g}s"))
+        if self.distill_jobs and self.cluster.backend != "local":
+            problems.append((("distill_jobs",), "real distillation jobs run on the local cluster's real nodes "
+                             f"(cluster.backend: local), not {self.cluster.backend!r}; on another cluster apply "
+                             "deploy/distill yourself"))
+        elif self.distill_jobs and self.cluster.real_nodes < 1:
+            problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)"))
+        if self.distill_jobs and self.variants:
+            problems.append((("distill_jobs",), "expected no variants with distill_jobs (one cluster, one set of jobs)"))
+        for i, f in enumerate(self.faults):
+            if f.on_distill_job and f.job not in names:
+                problems.append((("faults", i, "job"), f"expected one of distill_jobs ({', '.join(names) or 'none'}), "
+                                 f"got {f.job!r}"))
+        return problems
 
 
 def _fit_problems(pools: tuple[PoolSpec, ...], workloads: tuple[WorkloadSpec, ...]) \
@@ -398,6 +450,7 @@ class Scenario:
     variant: str = ""
     cohorts: tuple[CohortSpec, ...] = ()
     preemption: bool = True
+    distill_jobs: tuple[DistillJobSpec, ...] = ()
 
     @classmethod
     def from_file(cls, f: ScenarioFile, source: str) -> Scenario:
@@ -418,7 +471,8 @@ class Scenario:
         return cls(name=f.name, source=source, description=f.description, cluster=f.cluster, agents=f.agents,
                    pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
                    slos=tuple(slos.values()), timeout_s=float(timeout), tenants=tenants,
-                   priority_classes=f.priority_classes, variants=f.variants, cohorts=f.cohorts)
+                   priority_classes=f.priority_classes, variants=f.variants, cohorts=f.cohorts,
+                   distill_jobs=f.distill_jobs)
 
     def with_variant(self, v: VariantSpec) -> Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
@@ -478,6 +532,7 @@ class Scenario:
             "cohorts": [c.model_dump(mode="json") for c in self.cohorts],
             "variants": [v.model_dump(mode="json") for v in self.variants], "variant": self.variant,
             "preemption": self.preemption,
+            "distill_jobs": [j.model_dump(mode="json") for j in self.distill_jobs],
         })
 
 

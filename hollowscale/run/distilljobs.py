@@ -1,0 +1,300 @@
+"""A run's real distillation jobs: create them, follow them, fault them, read what they did.
+
+Per job (see :mod:`hollowscale.scenario.distill`): the teacher Deployment and Service are created
+before the load and must be Ready before it starts (a student with no teacher would only wait); the
+student Job is created ``start_at_s`` after the load starts.  While the run lasts, a monitor thread
+samples once a second how many teacher endpoints the Service's EndpointSlices list as ready and how
+many teacher pods exist, so the report can show the teacher count over time beside the student's
+samples/s.  Faults (``teacher-kill``: delete one Ready teacher pod with no grace, as a lost machine;
+``teacher-scale``: set the Deployment's replicas through its scale subresource, as
+``kubectl scale`` does) go through the API like a user's.
+
+At the end the student's log (read through the API: ``pods/log``, served by the real kubelet) gives
+its progress lines and its result line (accuracy, samples/s, lost samples); pod timestamps give the
+scheduling delays.  Everything the run created is deleted by name afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import requests
+
+from hollowscale.run.distillmanifests import (
+    JOB_LABEL,
+    RenderSettings,
+    render_job,
+    student_name,
+    teacher_name,
+)
+from hollowscale.scenario.distill import DistillJobSpec
+
+#: API collection of each kind the manifests hold
+COLLECTIONS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+}
+JSON = {"Content-Type": "application/json"}
+
+
+class DistillJobError(RuntimeError):
+    """A distillation job could not be created or never became ready."""
+
+
+@dataclass
+class TeacherSample:
+    """One monitor tick of one job: wall time, ready endpoints, teacher pods (not terminating)."""
+
+    t: float
+    ready_endpoints: int
+    pods: int
+
+
+@dataclass
+class JobState:
+    """What the run knows about one job while it lasts."""
+
+    spec: DistillJobSpec
+    objects: list[dict[str, Any]]
+    created: list[tuple[str, str]] = field(default_factory=list)  # (collection path, name), creation order
+    student_created_at: float | None = None
+    teachers: list[TeacherSample] = field(default_factory=list)
+    teacher_pods_seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> last pod doc
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+class DistillJobs:
+    """The distillation jobs of one run (see the module docstring)."""
+
+    def __init__(self, session: requests.Session, server: str, jobs: tuple[DistillJobSpec, ...],
+                 settings: RenderSettings, log: Callable[[str], None] = print) -> None:
+        self.http = session
+        self.server = server
+        self.settings = settings
+        self.ns = settings.namespace
+        self.log = log
+        self.jobs = {j.name: JobState(j, render_job(j, settings)) for j in jobs}
+        self._stop = threading.Event()
+        self._monitor: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------ create
+    def _url(self, kind: str) -> str:
+        return self.server + COLLECTIONS[kind].format(ns=self.ns)
+
+    def _create(self, state: JobState, doc: dict[str, Any]) -> None:
+        url = self._url(doc["kind"])
+        r = self.http.post(url, data=orjson.dumps(doc), headers=JSON, timeout=30)
+        if r.status_code not in (200, 201):
+            raise DistillJobError(f"job {state.spec.name}: creating {doc['kind']} {doc['metadata']['name']} in "
+                                  f"{self.ns}: HTTP {r.status_code} {r.text[:300]}")
+        state.created.append((url, doc["metadata"]["name"]))
+
+    def create_teachers(self) -> None:
+        """RBAC, teacher Deployment and Service of every job (the student comes later)."""
+        for state in self.jobs.values():
+            for doc in state.objects:
+                if doc["kind"] != "Job":
+                    self._create(state, doc)
+
+    def wait_teachers_ready(self, timeout_s: float, sleep: Callable[[float], None]) -> None:
+        """Until every job's Deployment has all replicas ready and its Service lists them."""
+        deadline = time.monotonic() + timeout_s
+        pending = set(self.jobs)
+        while pending:
+            for name in sorted(pending):
+                state = self.jobs[name]
+                dep = self._get(f"{self._url('Deployment')}/{teacher_name(name)}") or {}
+                ready = (dep.get("status") or {}).get("readyReplicas") or 0
+                if ready >= state.spec.teachers and len(self._ready_endpoints(name)) >= state.spec.teachers:
+                    pending.discard(name)
+                    self.log(f"distill job {name}: {ready} teacher(s) ready")
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                why = {n: self._pod_problems(f"{JOB_LABEL}={n},app.kubernetes.io/component=teacher") for n in pending}
+                raise DistillJobError(f"teachers not ready after {timeout_s:g}s: {why}")
+            sleep(1.0)
+
+    def create_student(self, name: str) -> None:
+        """The student Job of ``name`` (called from a timer at the job's ``start_at_s``)."""
+        state = self.jobs[name]
+        doc = next(d for d in state.objects if d["kind"] == "Job")
+        try:
+            self._create(state, doc)
+            state.student_created_at = time.time()
+            self.log(f"distill job {name}: student created")
+        except (DistillJobError, requests.RequestException) as exc:
+            state.events.append({"t": time.time(), "event": "student-create-failed", "error": str(exc)})
+            self.log(f"distill job {name}: student not created: {exc}")
+
+    # ------------------------------------------------------------------------------------ follow
+    def _get(self, url: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
+        r = self.http.get(url, params=params, timeout=15)
+        if r.status_code == 404:
+            return None
+        r.raise_for_status()
+        doc: dict[str, Any] = r.json()
+        return doc
+
+    def _pods(self, selector: str) -> list[dict[str, Any]]:
+        doc = self._get(f"{self.server}/api/v1/namespaces/{self.ns}/pods", {"labelSelector": selector}) or {}
+        return list(doc.get("items") or [])
+
+    def _pod_problems(self, selector: str) -> list[str]:
+        """One line per pod that is not Ready: its phase and the reasons of waiting containers/conditions."""
+        out = []
+        for p in self._pods(selector):
+            st = p.get("status") or {}
+            reasons = [c.get("state", {}).get("waiting", {}).get("reason") for c in st.get("containerStatuses") or []]
+            reasons += [c.get("message") for c in st.get("conditions") or [] if c.get("status") == "False" and c.get("message")]
+            out.append(f"{p['metadata']['name']}: {st.get('phase')} {[r for r in reasons if r]}")
+        return out or ["no pods"]
+
+    def _ready_endpoints(self, name: str) -> set[str]:
+        doc = self._get(f"{self.server}/apis/discovery.k8s.io/v1/namespaces/{self.ns}/endpointslices",
+                        {"labelSelector": f"kubernetes.io/service-name={teacher_name(name)}"}) or {}
+        ready: set[str] = set()
+        for s in doc.get("items") or []:
+            for ep in s.get("endpoints") or []:
+                if (ep.get("conditions") or {}).get("ready") is False:
+                    continue
+                ready.update(ep.get("addresses") or [])
+        return ready
+
+    def start_monitor(self, period_s: float = 1.0) -> None:
+        """Sample teacher endpoints and pods every ``period_s`` in a thread until :meth:`stop_monitor`."""
+        def loop() -> None:
+            while not self._stop.wait(period_s):
+                self.sample()
+
+        self._monitor = threading.Thread(target=loop, name="distill-monitor", daemon=True)
+        self._monitor.start()
+
+    def sample(self) -> None:
+        """One monitor tick (errors are skipped: a stalled apiserver leaves a gap, not a crash)."""
+        for name, state in self.jobs.items():
+            try:
+                eps = self._ready_endpoints(name)
+                pods = self._pods(f"{JOB_LABEL}={name}")
+            except (requests.RequestException, ValueError):
+                continue
+            teachers = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "teacher"]
+            with self._lock:
+                for p in pods:
+                    state.teacher_pods_seen[p["metadata"]["name"]] = p
+                alive = [p for p in teachers if not p["metadata"].get("deletionTimestamp")]
+                state.teachers.append(TeacherSample(time.time(), len(eps), len(alive)))
+
+    def stop_monitor(self) -> None:
+        self._stop.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=10)
+
+    # ------------------------------------------------------------------------------------ faults
+    def kill_teacher(self, name: str) -> dict[str, Any]:
+        """Delete the oldest Ready teacher pod of ``name`` with no grace period; returns the fault's record."""
+        state = self.jobs[name]
+        pods = [p for p in self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=teacher")
+                if not p["metadata"].get("deletionTimestamp") and _ready(p)]
+        entry: dict[str, Any] = {"t": time.time(), "event": "teacher-kill", "job": name}
+        if not pods:
+            entry["error"] = "no Ready teacher pod to kill"
+        else:
+            victim = min(pods, key=lambda p: p["metadata"]["creationTimestamp"])
+            pod = victim["metadata"]["name"]
+            r = self.http.delete(f"{self.server}/api/v1/namespaces/{self.ns}/pods/{pod}",
+                                 data=orjson.dumps({"gracePeriodSeconds": 0,
+                                                    "preconditions": {"uid": victim["metadata"]["uid"]}}),
+                                 headers=JSON, timeout=30)
+            entry.update({"pod": pod, "node": victim["spec"].get("nodeName"), "status": r.status_code})
+        state.events.append(entry)
+        return entry
+
+    def scale_teachers(self, name: str, replicas: int) -> dict[str, Any]:
+        """Set the teacher Deployment's replicas through ``deployments/scale`` (what ``kubectl scale`` does)."""
+        state = self.jobs[name]
+        r = self.http.patch(f"{self._url('Deployment')}/{teacher_name(name)}/scale",
+                            data=orjson.dumps({"spec": {"replicas": replicas}}),
+                            headers={"Content-Type": "application/merge-patch+json"}, timeout=30)
+        entry = {"t": time.time(), "event": "teacher-scale", "job": name, "replicas": replicas, "status": r.status_code}
+        if r.status_code != 200:
+            entry["error"] = r.text[:300]
+        state.events.append(entry)
+        return entry
+
+    # ------------------------------------------------------------------------------------ end
+    def students_done(self) -> bool:
+        """Every student Job has finished (Complete or Failed) or was never created."""
+        for name, state in self.jobs.items():
+            if state.student_created_at is None:
+                if not any(e["event"] == "student-create-failed" for e in state.events):
+                    return False
+                continue
+            job = self._get(f"{self._url('Job')}/{student_name(name)}") or {}
+            conds = {c["type"]: c["status"] for c in (job.get("status") or {}).get("conditions") or []}
+            finished = conds.get("Complete") == "True" or conds.get("Failed") == "True"
+            if not finished and time.time() - state.student_created_at < state.spec.timeout_s:
+                return False
+        return True
+
+    def student_log(self, name: str) -> tuple[str | None, str]:
+        """(pod name, its log) of the job's student; the log is "" when it cannot be read."""
+        pods = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=student")
+        if not pods:
+            return None, ""
+        pod = max(pods, key=lambda p: p["metadata"]["creationTimestamp"])["metadata"]["name"]
+        r = self.http.get(f"{self.server}/api/v1/namespaces/{self.ns}/pods/{pod}/log",
+                          params={"container": "student"}, timeout=60)
+        return pod, r.text if r.status_code == 200 else ""
+
+    def report(self, t0: float) -> list[dict[str, Any]]:
+        """Each job's section of the run report (see :func:`hollowscale.run.distillreport.job_report`)."""
+        from hollowscale.run.distillreport import job_report
+
+        out = []
+        for name, state in self.jobs.items():
+            try:
+                pod, log = self.student_log(name)
+                students = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=student")
+            except requests.RequestException as exc:
+                pod, log, students = None, "", []
+                state.events.append({"t": time.time(), "event": "report-failed", "error": str(exc)})
+            with self._lock:
+                teachers = [p for p in state.teacher_pods_seen.values()
+                            if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "teacher"]
+                samples = list(state.teachers)
+            out.append(job_report(state.spec, t0, log, student_pod=students[-1] if students else None,
+                                  teacher_pods=teachers, teacher_samples=[(s.t, s.ready_endpoints, s.pods) for s in samples],
+                                  events=state.events, student_created_at=state.student_created_at, pod_name=pod))
+        return out
+
+    def delete_all(self) -> list[str]:
+        """Delete what this run created, newest first (pods go with their Job/ReplicaSet); returns errors."""
+        errors: list[str] = []
+        self.stop_monitor()
+        for state in self.jobs.values():
+            for url, name in reversed(state.created):
+                try:
+                    r = self.http.delete(f"{url}/{name}", data=json.dumps({"propagationPolicy": "Background"}),
+                                         headers=JSON, timeout=30)
+                    if r.status_code not in (200, 202, 404):
+                        errors.append(f"deleting {url}/{name}: HTTP {r.status_code} {r.text[:200]}")
+                except requests.RequestException as exc:
+                    errors.append(f"deleting {url}/{name}: {exc}")
+        return errors
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)

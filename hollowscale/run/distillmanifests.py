@@ -1,0 +1,151 @@
+"""Render ``deploy/distill/*.yaml`` for one distillation job of a scenario.
+
+The files under ``deploy/distill`` are what a user applies by hand (``kubectl apply -k``); a run
+renders the *same* files per job instead of keeping a second copy of them in code: names get the
+job's suffix, every object the run's label (so an existing namespace is cleaned of exactly what the
+run made), selectors the job's label (two jobs' teachers never mix), and the student its training
+flags.  Pure functions: the run's side effects live in :mod:`hollowscale.run.distilljobs`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hollowscale.scenario.distill import DistillJobSpec
+from kubecore.namespaces import RUN_LABEL
+
+DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "distill"
+MANIFESTS = ("rbac.yaml", "teachers.yaml", "student.yaml")
+JOB_LABEL = "distill.hollowscale.io/job"
+TEACHER = "distill-teacher"
+STUDENT = "distill-student"
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """What differs between the file as shipped and this cluster.
+
+    Attributes:
+        namespace: where the job's objects go.
+        run_id: the run's id (label :data:`RUN_LABEL` on every object).
+        image: the distill image (``hollowscale.images.DISTILL_IMAGE`` on the local cluster).
+        model_dir: host directory holding ``teacher.pt`` (the teachers mount it read-only).
+        apiserver: ``(host, port)`` the student reaches the API at when the cluster has no Service
+            proxy (the local cluster runs no kube-proxy, so the in-cluster address of the
+            ``kubernetes`` Service routes nowhere): the student then runs on the node's network and
+            talks to the apiserver on loopback.  None: leave in-cluster networking as it is (kind).
+        pull_never: ``imagePullPolicy: Never`` (no registry: the image was imported into the node).
+    """
+
+    namespace: str
+    run_id: str
+    image: str
+    model_dir: str
+    apiserver: tuple[str, int] | None = None
+    pull_never: bool = True
+
+
+def load_manifests(deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
+    """The shipped objects, in apply order (RBAC, teachers, student)."""
+    docs: list[dict[str, Any]] = []
+    for name in MANIFESTS:
+        path = deploy_dir / name
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def teacher_name(job: str) -> str:
+    return f"{TEACHER}-{job}"
+
+
+def student_name(job: str) -> str:
+    return f"{STUDENT}-{job}"
+
+
+def _rename(name: str, job: str) -> str:
+    for base in (TEACHER, STUDENT):
+        if name == base:
+            return f"{base}-{job}"
+    return name
+
+
+def _containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+    return list(spec.get("containers", []))
+
+
+def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
+    """The job's objects, ready to create in ``s.namespace`` (RBAC, teacher Deployment + Service, student Job)."""
+    out: list[dict[str, Any]] = []
+    for shipped in load_manifests(deploy_dir):
+        doc = copy.deepcopy(shipped)
+        meta = doc.setdefault("metadata", {})
+        meta["name"] = _rename(meta["name"], job.name)
+        meta["namespace"] = s.namespace
+        meta.setdefault("labels", {}).update({JOB_LABEL: job.name, RUN_LABEL: s.run_id})
+        kind = doc["kind"]
+        if kind == "RoleBinding":
+            doc["roleRef"]["name"] = _rename(doc["roleRef"]["name"], job.name)
+            for subject in doc.get("subjects", []):
+                subject["name"] = _rename(subject["name"], job.name)
+                subject["namespace"] = s.namespace
+        if kind == "Service":
+            doc["spec"]["selector"][JOB_LABEL] = job.name
+        if kind in ("Deployment", "Job"):
+            spec = doc["spec"]
+            if kind == "Deployment":
+                spec["replicas"] = job.teachers
+                spec["selector"]["matchLabels"][JOB_LABEL] = job.name
+            pod_meta = spec["template"].setdefault("metadata", {})
+            pod_meta.setdefault("labels", {}).update({JOB_LABEL: job.name, RUN_LABEL: s.run_id})
+            pod = spec["template"]["spec"]
+            if "serviceAccountName" in pod:
+                pod["serviceAccountName"] = _rename(pod["serviceAccountName"], job.name)
+            for c in _containers(doc):
+                c["image"] = s.image
+                if s.pull_never:
+                    c["imagePullPolicy"] = "Never"
+            for v in pod.get("volumes", []):
+                if "hostPath" in v:
+                    v["hostPath"]["path"] = s.model_dir
+            if kind == "Job":
+                _student(doc, job, s)
+            else:
+                doc["spec"]["template"]["spec"]["containers"][0]["command"] = _with_flag(
+                    doc["spec"]["template"]["spec"]["containers"][0]["command"], "--threads", str(job.threads))
+        out.append(doc)
+    return out
+
+
+def _with_flag(cmd: list[str], flag: str, value: str) -> list[str]:
+    """``cmd`` with ``flag value`` set (replaced where present, else appended)."""
+    out = list(cmd)
+    if flag in out:
+        out[out.index(flag) + 1] = value
+    else:
+        out += [flag, value]
+    return out
+
+
+def _student(doc: dict[str, Any], job: DistillJobSpec, s: RenderSettings) -> None:
+    pod = doc["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    cmd = _with_flag(c["command"], "--k8s-service", f"$(POD_NAMESPACE)/{teacher_name(job.name)}")
+    args = job.student_args()
+    for i in range(0, len(args), 2):
+        cmd = _with_flag(cmd, args[i], args[i + 1])
+    c["command"] = cmd
+    if s.apiserver is not None:
+        host, port = s.apiserver
+        pod["hostNetwork"] = True
+        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+        # in-cluster config reads these; a container's own env wins over the kubelet's service variables
+        c.setdefault("env", []).extend([
+            {"name": "KUBERNETES_SERVICE_HOST", "value": host},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": str(port)},
+        ])

@@ -1,0 +1,79 @@
+"""What a run with ``distill_jobs`` does before and after the load, kept out of the orchestrator.
+
+Before: the distill image is built (cached by content) and imported into every real node's
+containerd (there is no registry), the teacher checkpoint is made sure of (the bench's: trained once
+and cached), the jobs get a namespace of their own (created by the run, deleted after; an existing
+one is used as it is and only the run's objects are deleted), and the objects are rendered from
+``deploy/distill``.  After: the jobs' sections and their SLO figures go into the summary.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from hollowscale.run.distilljobs import DistillJobs
+from hollowscale.run.distillmanifests import RenderSettings
+from hollowscale.run.distillreport import measurements
+from hollowscale.scenario import Scenario
+from kubecore.config import KubeEndpoint
+from kubecore.namespaces import NamespaceClaim, claim_namespace
+from kubecore.watch import session_for
+
+
+class DistillSetupError(RuntimeError):
+    """The run cannot start its distillation jobs (what is missing and how to get it)."""
+
+
+def distill_namespace(sc: Scenario) -> str:
+    return f"{sc.cluster.namespace}-distill"[:63]
+
+
+def real_node_sockets(cluster_info: Any) -> list[str]:
+    """The containerd sockets of the local cluster's real nodes."""
+    nodes = list(getattr(cluster_info, "real_nodes", None) or [])
+    return [str(n["containerd_socket"] if isinstance(n, dict) else n.containerd_socket) for n in nodes]
+
+
+def build_distill_jobs(sc: Scenario, cluster_info: Any, endpoint: KubeEndpoint, run_id: str,
+                       claims: list[NamespaceClaim], log: Callable[[str], None]) -> DistillJobs:
+    """Image on the nodes, checkpoint, namespace (appended to ``claims``), rendered jobs; nothing created yet."""
+    if importlib.util.find_spec("torch") is None:
+        raise DistillSetupError("distill_jobs need PyTorch here to train the teacher checkpoint once: run "
+                                "`make setup-distill` (or `make setup-test`)")
+    sockets = real_node_sockets(cluster_info)
+    if not sockets:
+        raise DistillSetupError("distill_jobs need real nodes, and the cluster has none (cluster.real_nodes; a "
+                                "cluster started earlier without them must be stopped: hollowscale cluster down)")
+    from hollowscale.images import build_images, import_images
+
+    log("building the distill image (cached by content)")
+    images = build_images(["distill"], progress=log)
+    for sock in sockets:
+        log(f"importing {images[0].name} into {sock}")
+        import_images(images, ctr="ctr", address=sock)  # type: ignore[arg-type]
+    from distill.train_teacher import default_checkpoint, train_teacher
+
+    checkpoint = default_checkpoint()  # the bench's teacher, so the accuracy compares with the bench's
+    if not checkpoint.exists():
+        log(f"no cached teacher: training it now into {checkpoint} (hollowscale distill train-teacher; minutes)")
+        train_teacher(checkpoint)
+    server = endpoint.server
+    session = session_for(endpoint, 2)
+    claim = claim_namespace(session, server, distill_namespace(sc), run_id, log=log)
+    claims.append(claim)
+    parts = urlsplit(server)
+    settings = RenderSettings(namespace=claim.name, run_id=run_id, image=images[0].name,
+                              model_dir=str(checkpoint.parent),
+                              apiserver=(parts.hostname or "127.0.0.1", parts.port or 443), pull_never=True)
+    return DistillJobs(session, server, sc.distill_jobs, settings, log)
+
+
+def add_distill_section(summary: dict[str, Any], jobs: DistillJobs, t0: float) -> None:
+    """``summary["distill_jobs"]`` (one section per job) and ``measurements.distill`` (what SLOs name)."""
+    jobs.stop_monitor()
+    sections = jobs.report(t0)
+    summary["distill_jobs"] = sections
+    summary.setdefault("measurements", {})["distill"] = measurements(sections)
