@@ -7,6 +7,7 @@ figures can be read (and tested) apart from the processes that produced them.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import math
 import sys
@@ -196,6 +197,9 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                    # gang members wait for each other before their run time counts (hollow agent default)
                    "gang_barrier": "--no-gang-barrier" not in sc.agents.args},
         "namespace": f.namespace,
+        # real kubelets beside the hollow nodes (name, kubelet port, pod range, containerd socket)
+        "real_nodes": [dict(n) if isinstance(n, dict) else dataclasses.asdict(n)
+                       for n in (getattr(ci, "real_nodes", None) or [])],
     }
     arrival = sc.arrival
     summary["load"] = {"curve": arrival.curve, "duration_s": arrival.duration_s,
