@@ -1,4 +1,5 @@
-"""GENERATED gRPC/protobuf code for the kubelet's device-plugin API (v1beta1) and plugin-registration API (v1).
+"""GENERATED gRPC/protobuf code for the kubelet's device-plugin API (v1beta1), plugin-registration API (v1) and
+pod-resources API (v1: which devices the kubelet gave each container; the tests read it).
 
 Do not edit: regenerate with ``bash hollowscale/deviceplugin/_generated/regenerate.sh`` (it says which
 grpcio-tools to install).  The protos are the kubelet's own (k8s.io/kubelet@v0.36.3), copied beside the
