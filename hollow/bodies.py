@@ -69,9 +69,11 @@ class LeaseRenewPatch(TypedDict):
 class PodCondition(TypedDict, total=False):
     type: str
     status: str
-    reason: str
+    reason: str | None  # None: strategic merge deletes it
+    message: str | None
     lastProbeTime: None
     lastTransitionTime: str
+    observedGeneration: int
 
 
 class PodStatusBody(TypedDict, total=False):
@@ -86,6 +88,9 @@ class PodStatusBody(TypedDict, total=False):
     initContainerStatuses: list[dict[str, Any]]
     reason: str
     message: str
+    observedGeneration: int
+    resources: dict[str, Any]
+    allocatedResources: dict[str, Any]
 
 
 class PodStatusPatch(TypedDict):

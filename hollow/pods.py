@@ -8,7 +8,8 @@ pod's pool's stage table (``stages:`` in the pools file, else ``hollow/stages.ya
 timer.  When the timer fires it writes exactly one status patch (or the final DELETE); it never reads
 before writing and never sends a patch that changes nothing.
 
-Echoes: the MODIFIED event that each of the agent's own status writes produces (two per pod) carries
+Echoes: the MODIFIED event that each of the agent's own status writes produces (two per pod, three with a
+readiness or startup probe: Running, Ready, terminated) carries
 nothing the controller does not already know, so the versions its writes returned are remembered and
 the watcher skips those events unparsed (:meth:`PodController.is_own_write`).
 
@@ -32,7 +33,7 @@ import dataclasses
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, Response
 from hollow.clock import Clock
@@ -41,7 +42,14 @@ from hollow.gangs import GangKey, GangRegistry
 from hollow.ipam import PodIPs
 from hollow.metrics import Metrics
 from hollow.nodes import NodeState
-from hollow.podstatus import delete_options, deletion_exit_code, restarted_patch, running_patch, terminated_patch
+from hollow.podstatus import (
+    delete_options,
+    deletion_exit_code,
+    ready_patch,
+    restarted_patch,
+    running_patch,
+    terminated_patch,
+)
 from hollow.pools import PoolSpec
 from hollow.stages import (
     PHASE_ORDER,
@@ -59,6 +67,8 @@ from hollow.stages import (
 from hollow.timers import TimerLoop
 
 log = logging.getLogger("hollow.pods")
+#: what a timer does: a stage's action, or ``ready`` (the probes of a running container would pass now)
+ControllerAction = Action | Literal["ready"]
 _GONE = frozenset({404, 409, 410, 422})
 
 
@@ -78,7 +88,7 @@ class PodRecord:
     """
 
     facts: PodFacts
-    action: Action | None = None
+    action: ControllerAction | None = None
     busy: bool = False
     dirty: bool = False
     delete_sent: bool = False
@@ -87,8 +97,23 @@ class PodRecord:
     forced_exit: int | None = None
 
 
-def _rank(facts: PodFacts) -> tuple[int, int]:
-    return PHASE_ORDER.get(facts.phase, 0), facts.restart_count
+def _rank(facts: PodFacts) -> tuple[int, int, int]:
+    return PHASE_ORDER.get(facts.phase, 0), facts.restart_count, facts.containers_ready
+
+
+def ready_due(facts: PodFacts, started_wall: float | None) -> float | None:
+    """Wall time the running containers' probes would first pass (:mod:`hollow.probes`), or None.
+
+    None when nothing is pending: no probe, not Running, being deleted, or already ready.  The
+    anchor is the container start (this process's precise one, else the pod's ``startedAt``), so a
+    restarted agent computes the same deadline.
+    """
+    if facts.ready_delay is None or facts.containers_ready or facts.phase != "Running" or facts.deleting:
+        return None
+    anchor = started_wall if started_wall is not None else facts.run_started_at
+    if anchor is None:
+        return None
+    return anchor + facts.ready_delay
 
 
 class PodController:
@@ -229,6 +254,12 @@ class PodController:
             gated = True
             barrier = self.gangs.barrier(facts.namespace, facts.gang)
         planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier)
+        ready_at = ready_due(facts, rec.started_wall)
+        if ready_at is not None and (planned is None or ready_at <= planned.due_wall):
+            # the probes pass before the next stage: Ready first (a stage due earlier goes ahead)
+            rec.action = "ready"
+            self._timers.schedule(uid, now_m + max(0.0, ready_at - now_w))
+            return
         if planned is None:
             rec.action = None
             self._timers.cancel(uid)
@@ -261,6 +292,8 @@ class PodController:
                 retry_in = await self._finish(uid, rec)
             elif action == "finalize":
                 retry_in = await self._finalize(uid, rec)
+            elif action == "ready":
+                retry_in = await self._ready(uid, rec)
         except Exception:  # never let one pod stop the controller
             log.exception("pod %s/%s: action failed", rec.facts.namespace, rec.facts.name)
             retry_in = 5.0
@@ -313,8 +346,22 @@ class PodController:
             self._wrote(resp)
             rec.started_wall = now_w
             rec.facts = dataclasses.replace(rec.facts, phase="Running", run_started_at=float(int(now_w)),
-                                            pod_ip=pod_ip, restart_count=0)
+                                            pod_ip=pod_ip, restart_count=0,
+                                            containers_ready=facts.ready_delay is None,
+                                            observed_generation=facts.generation)
             self._count("Running")
+        return wait
+
+    async def _ready(self, uid: str, rec: PodRecord) -> float:
+        facts = rec.facts
+        resp = await self.api.request("patch_pod_status", "PATCH", self._path(facts) + "/status",
+                                      body=ready_patch(facts, self.clock.wall(), rec.started_wall),
+                                      content_type=STRATEGIC_MERGE_PATCH)
+        wait = self._outcome(rec, resp)
+        if resp.ok:
+            self._wrote(resp)
+            rec.facts = dataclasses.replace(facts, containers_ready=True, observed_generation=facts.generation)
+            self._count("Ready")
         return wait
 
     async def _finish(self, uid: str, rec: PodRecord) -> float:
@@ -340,11 +387,14 @@ class PodController:
             if restart:
                 rec.started_wall = now_w
                 rec.facts = dataclasses.replace(facts, restart_count=facts.restart_count + 1,
-                                                run_started_at=float(int(now_w)))
+                                                run_started_at=float(int(now_w)),
+                                                containers_ready=facts.ready_delay is None,
+                                                observed_generation=facts.generation)
                 self._count("ContainerRestarted")
             else:
                 phase = "Succeeded" if code == 0 else "Failed"
-                rec.facts = dataclasses.replace(facts, phase=phase)
+                rec.facts = dataclasses.replace(facts, phase=phase, containers_ready=False,
+                                                observed_generation=facts.generation)
                 self._ips(facts.node).release(uid)
                 self._count(phase)
         return wait
@@ -362,7 +412,8 @@ class PodController:
                 return wait
             self._wrote(resp)
             phase = "Succeeded" if code == 0 else "Failed"
-            rec.facts = dataclasses.replace(facts, phase=phase)
+            rec.facts = dataclasses.replace(facts, phase=phase, containers_ready=False,
+                                            observed_generation=facts.generation)
             self._ips(facts.node).release(uid)
             self._count(phase)
         resp = await self.api.request("delete_pod", "DELETE", self._path(facts), body=delete_options(uid))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import AfterValidator
 
 from hollow.clock import parse_rfc3339
+from hollow.probes import pod_ready_delay
 from kubecore.distributions import DurationDist, keyed_uniform
 from kubecore.durations import parse_go_duration
 from kubecore.schema import DnsLabel, Spec, one_of, raise_problems, validate, validator_of
@@ -205,6 +206,17 @@ class PodFacts:
         removed_by_apiserver: deleted with grace 0 and no finalizers: the apiserver removes the object
             in the same request that marked it (a DELETED event follows at once), so the kubelet has
             nothing left to write; a status patch or DELETE would only be answered 404.
+        generation: ``metadata.generation`` (the spec version the kubelet reports having seen).
+        observed_generation: ``status.observedGeneration`` (0 when unset); when it equals ``generation``
+            the patches leave ``observedGeneration`` out (the merge and the apiserver keep the values).
+        ready_delay: seconds from container start until the containers' probes would first pass
+            (:mod:`hollow.probes`); None when no container has a readiness or startup probe (Ready at start).
+        has_startup_probe: some container has a startup probe (``started`` is false until Ready).
+        containers_ready: the ContainersReady condition is True.
+        resources: ``spec.containers[i].resources`` (the objects themselves, not copies; None when unset).
+        volume_mounts: ``spec.containers[i].volumeMounts`` (likewise).
+        init_resources, init_volume_mounts: the same for ``spec.initContainers``.
+        pod_resources: ``spec.resources`` (pod-level resources) or None.
     """
 
     uid: str
@@ -225,6 +237,16 @@ class PodFacts:
     has_scheduled_condition: bool
     gang: str = ""
     removed_by_apiserver: bool = False
+    generation: int = 0
+    observed_generation: int = 0
+    ready_delay: float | None = None
+    has_startup_probe: bool = False
+    containers_ready: bool = False
+    resources: tuple[dict[str, Any] | None, ...] = ()
+    volume_mounts: tuple[list[dict[str, Any]] | None, ...] = ()
+    init_resources: tuple[dict[str, Any] | None, ...] = ()
+    init_volume_mounts: tuple[list[dict[str, Any]] | None, ...] = ()
+    pod_resources: dict[str, Any] | None = None
 
 
 def parse_timestamp(text: Any) -> float | None:
@@ -244,11 +266,15 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
     status = obj.get("status") or {}
     bound_at = None
     scheduled = False
+    containers_ready = False
     for cond in status.get("conditions") or ():
-        if cond.get("type") == "PodScheduled":
+        kind = cond.get("type")
+        if kind == "PodScheduled":
             scheduled = True
             if cond.get("status") == "True":
                 bound_at = parse_timestamp(cond.get("lastTransitionTime"))
+        elif kind == "ContainersReady":
+            containers_ready = cond.get("status") == "True"
     if bound_at is None:
         bound_at = parse_timestamp(meta.get("creationTimestamp")) or 0.0
     run_started = None
@@ -264,6 +290,9 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         run_started = parse_timestamp(status.get("startTime"))
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("hollowscale.io/")}
     labels = meta.get("labels")
+    containers = spec.get("containers") or ()
+    inits = spec.get("initContainers") or ()
+    ready_delay, startup = pod_ready_delay(containers)
     return PodFacts(
         uid=meta.get("uid", ""),
         namespace=meta.get("namespace", ""),
@@ -276,15 +305,25 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         bound_at=bound_at,
         run_started_at=run_started,
         restart_count=restarts,
-        containers=tuple((c.get("name", ""), c.get("image", "")) for c in spec.get("containers") or ()),
+        containers=tuple((c.get("name", ""), c.get("image", "")) for c in containers),
         init_containers=tuple((c.get("name", ""), c.get("image", ""), c.get("restartPolicy") or "")
-                              for c in spec.get("initContainers") or ()),
+                              for c in inits),
         host_network=bool(spec.get("hostNetwork")),
         pod_ip=status.get("podIP") or None,
         has_scheduled_condition=scheduled,
         gang=(labels.get(LABEL_GANG) or "") if labels else "",
         removed_by_apiserver=bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0
         and not meta.get("finalizers"),
+        generation=int(meta.get("generation") or 0),
+        observed_generation=int(status.get("observedGeneration") or 0),
+        ready_delay=ready_delay,
+        has_startup_probe=startup,
+        containers_ready=containers_ready,
+        resources=tuple(c.get("resources") for c in containers),
+        volume_mounts=tuple(c.get("volumeMounts") for c in containers),
+        init_resources=tuple(c.get("resources") for c in inits),
+        init_volume_mounts=tuple(c.get("volumeMounts") for c in inits),
+        pod_resources=spec.get("resources"),
     )
 
 
