@@ -286,15 +286,7 @@ class Bench:
             if not recs:
                 continue
             rows.append(_row_stats(name, recs, teacher_rows.get(name)))
-        pure = next((r for r in rows if r["row"] == "pure"), None)
-        same = next((r for r in rows if r["row"] == "same-net"), None)
-        for r in rows:
-            r["ratio_to_pure"] = r["samples_per_s"] / pure["samples_per_s"] if pure else None
-            r["ratio_to_same_net"] = r["samples_per_s"] / same["samples_per_s"] if same else None
-            r["cpu_ratio_to_pure"] = (
-                r["samples_per_student_cpu_s"] / pure["samples_per_student_cpu_s"] if pure else None
-            )
-            r["accuracy_gain_points_vs_pure"] = (r["accuracy_mean"] - pure["accuracy_mean"]) * 100 if pure else None
+        ratios = set_ratios(rows, self.s.quick)
         summary: dict[str, Any] = {
             "schema_version": 1,
             "command": "hollowscale distill bench "
@@ -316,6 +308,7 @@ class Bench:
             },
             "rows": rows,
             "edl_reference": EDL,
+            "ratios": ratios,
             "edl_comparison": _edl_comparison(rows),
             "limits": _limits(rows),
             "elasticity": _elasticity([r for r in self.records if r.row == "service-2-kill"]),
@@ -374,6 +367,8 @@ def _row_stats(name: str, recs: list[RunRecord], teacher_info: dict[str, Any] | 
         "accuracies": [r["test_accuracy"] for r in res],
         "samples_per_s": sps_m,
         "samples_per_s_std": sps_s,
+        "trained_samples_per_run": max(r["trained_samples"] for r in res),
+        "train_s_max": max(train_s),
         "samples_per_student_cpu_s": statistics.fmean(cpu_rate) if cpu_rate else 0.0,
         "student_core_share": statistics.fmean(share),
         "waited_for_teacher_fraction": sum(wait) / max(1e-9, sum(train_s)),
@@ -391,6 +386,85 @@ def _row_stats(name: str, recs: list[RunRecord], teacher_info: dict[str, Any] | 
         row["teacher_samples_per_inference_s"] = samples / inf_s if inf_s else None
         row["teacher_mean_batch"] = samples / batches if batches else None
     return row
+
+
+#: The speed ratios of a row. Each has a physical bound: pure (no teacher at all) is the fastest a student
+#: on the same core can train, because same-net adds the teacher's inference to every step on that core and
+#: service adds the reader's work (batches, HTTP, decoding) on it and any wait for teachers. So no row trains
+#: faster than pure, neither in wall-clock samples/s nor per student CPU-second, and same-net is never
+#: faster than pure (pure's ratio to same-net is at least 1).
+RATIO_FIELDS = ("ratio_to_pure", "ratio_to_same_net", "cpu_ratio_to_pure")
+
+#: Core-share spread (max - min over rows) above which the wall-clock ratios carry the machine's other load.
+SHARE_SPREAD_WARN = 0.10
+
+QUICK_NO_RATIOS = (
+    "quick mode prints no speed ratios (vs pure, vs same-net, per student CPU-s): every row is one run of "
+    "{samples} samples (one seed, {secs:.0f} s of training at most), the rows run one after another, and on "
+    "this shared machine the wall-clock samples/s of so short a run follow the share of its core that other "
+    "processes left the student (here {lo:.0f}-{hi:.0f}%, column 'student core share') as much as the teachers. "
+    "A pure run that lost part of its core made the service student look faster than pure (126% was printed), "
+    "past the bound that pure, with no teacher at all, sets. The full bench (3 seeds, 10x the samples per run) "
+    "prints the ratios and withholds any past its bound."
+)
+
+
+def _div(a: float, b: float | None) -> float | None:
+    return a / b if b else None
+
+
+def set_ratios(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
+    """Fill every row's ratios and accuracy gain; withhold (None) the ratios the run cannot support.
+
+    Quick mode withholds every speed ratio (see :data:`QUICK_NO_RATIOS`: the runs are too short for a
+    wall-clock comparison between rows on a shared machine). Otherwise a ratio past its physical bound
+    (:data:`RATIO_FIELDS`) is withheld and listed, because such a figure measures the timing noise, not the
+    teacher. Returns what was done: ``printed``, ``why`` (quick), ``withheld`` (row, ratio, bound) and the
+    range of the student's core share over the rows.
+    """
+    by = {r["row"]: r for r in rows}
+    pure, same = by.get("pure"), by.get("same-net")
+    for r in rows:
+        r["ratio_to_pure"] = _div(r["samples_per_s"], pure["samples_per_s"] if pure else None)
+        r["ratio_to_same_net"] = _div(r["samples_per_s"], same["samples_per_s"] if same else None)
+        r["cpu_ratio_to_pure"] = _div(
+            r["samples_per_student_cpu_s"], pure["samples_per_student_cpu_s"] if pure else None
+        )
+        r["accuracy_gain_points_vs_pure"] = (r["accuracy_mean"] - pure["accuracy_mean"]) * 100 if pure else None
+    shares = [r["student_core_share"] for r in rows]
+    out: dict[str, Any] = {
+        "printed": not quick,
+        "why": None,
+        "withheld": [],
+        "student_core_share_range": [min(shares), max(shares)] if shares else None,
+    }
+    if quick:
+        longest = max((r.get("train_s_max", 0.0) for r in rows), default=0.0)
+        out["why"] = QUICK_NO_RATIOS.format(
+            samples=max((r.get("trained_samples_per_run", 0) for r in rows), default=0),
+            secs=longest,
+            lo=100 * min(shares, default=0.0),
+            hi=100 * max(shares, default=0.0),
+        )
+        for r in rows:
+            for k in RATIO_FIELDS:
+                r[k] = None
+        return out
+    for r in rows:
+        past: list[tuple[str, str]] = []
+        if r["mode"] != "pure":
+            for k in ("ratio_to_pure", "cpu_ratio_to_pure"):
+                if r[k] is not None and r[k] > 1.0:
+                    past.append((k, "<= 1 (pure, with no teacher, is the fastest)"))
+            if any(k == "ratio_to_pure" for k, _ in past) and r["mode"] == "service":
+                # service/same-net <= pure/same-net is the same bound seen from same-net
+                past.append(("ratio_to_same_net", "<= pure's ratio to same-net"))
+        elif r["ratio_to_same_net"] is not None and r["ratio_to_same_net"] < 1.0:
+            past.append(("ratio_to_same_net", ">= 1 (same-net is never faster than pure)"))
+        for k, bound in past:
+            r[k] = None
+            out["withheld"].append({"row": r["row"], "ratio": k, "bound": bound})
+    return out
 
 
 def _edl_comparison(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -423,6 +497,8 @@ def _limits(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
     s = 1.0 / pure["samples_per_student_cpu_s"]
     t = 1.0 / same["samples_per_student_cpu_s"] - s
+    if t <= 0:  # same-net measured no dearer per sample than pure: past the bound, no model from that
+        return {}
     k = 1
     out = {
         "student_cpu_ms_per_sample": s * 1000,
@@ -548,6 +624,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             f"{r['samples_per_student_cpu_s']:.0f} | {r['student_core_share'] * 100:.0f}% | "
             f"{r['waited_for_teacher_fraction'] * 100:.1f}% | {r['lost_samples']} | {r['retries']} |"
         )
+    lines += _ratio_notes(s.get("ratios") or {})
     e, ref = s["edl_comparison"], s["edl_reference"]
     gain = e.get("distill_gain_points")
     lines += [
@@ -601,6 +678,27 @@ def render_markdown(summary: dict[str, Any]) -> str:
             )
         lines += ["", f"{el['definition']}.", ""]
     return "\n".join(lines) + "\n"
+
+
+def _ratio_notes(ratios: dict[str, Any]) -> list[str]:
+    """What the table's ratio columns do not show, and why (quick mode, withheld ratios, other load)."""
+    lines: list[str] = []
+    if ratios.get("why"):
+        lines += ["", f"No ratios: {ratios['why']}"]
+    for w in ratios.get("withheld") or []:
+        lines += [
+            "",
+            f"Withheld: {w['row']} {w['ratio']} was measured past its bound ({w['bound']}): the timing "
+            "noise of this run is larger than the difference it would show.",
+        ]
+    rng = ratios.get("student_core_share_range")
+    if ratios.get("printed") and rng and rng[1] - rng[0] > SHARE_SPREAD_WARN:
+        lines += [
+            "",
+            f"Caution: the student's core share ranged {rng[0] * 100:.0f}-{rng[1] * 100:.0f}% over the "
+            "rows: other processes took part of its core, and the wall-clock ratios carry that.",
+        ]
+    return lines
 
 
 def _num(v: float | None) -> str:
