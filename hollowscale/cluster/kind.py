@@ -1,0 +1,218 @@
+"""``cluster.backend: kind``: a kind cluster (Kubernetes in Docker) for users who have Docker.
+
+The embedded local cluster (:mod:`hollowscale.cluster.local`) needs no Docker and is what the test suite
+runs; kind is the alternative for users who want real nodes as containers. This module only drives the
+``kind`` CLI: it creates the cluster from ``kind-config.yaml`` (or reuses one of the same name), loads
+the images the manifests need (the distill image, built by :func:`hollowscale.images.build_images` as an
+OCI archive, loaded with ``kind load image-archive``: containerd's ``ctr images import`` in every node),
+writes a kubeconfig and hands its path back. :func:`delete_kind_cluster` deletes only a cluster this
+module created, never one the user already had.
+
+It was not run against Docker on the machine it was written on (there is none): the config is checked
+with kind's own Go code (tests/tools/kindcheck) and the missing-tool errors are tested.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hollowscale.images import BuiltImage
+
+#: ``kind-config.yaml`` at the repository root.
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
+#: kind's own rule for cluster names (sigs.k8s.io/kind pkg/internal/apis/config/validate.go).
+VALID_NAME = re.compile(r"^[a-z0-9.-]+$")
+KIND_INSTALL_HINT = "install kind v0.33.0: go install sigs.k8s.io/kind@v0.33.0 (https://kind.sigs.k8s.io)"
+DOCKER_HINT = "kind runs its nodes as Docker containers: install Docker and start its daemon"
+
+BuildFn = Callable[[Sequence[str]], list[BuiltImage]]
+
+
+class KindError(RuntimeError):
+    """The kind backend cannot do what was asked (a tool missing, a kind command failed)."""
+
+
+@dataclass(frozen=True)
+class KindSettings:
+    """What :func:`ensure_kind_cluster` creates or reuses.
+
+    Attributes:
+        kubeconfig: where the cluster's kubeconfig is written (e.g. ``<run dir>/kubeconfig``).
+        name: kind cluster name (kind's rule: lowercase letters, digits, ``.`` and ``-``).
+        config: the kind config file used when the cluster is created (ignored on reuse).
+        images: image recipes to build and load (:func:`hollowscale.images.build_images` names).
+        wait_s: seconds ``kind create cluster --wait`` waits for the control plane to be Ready.
+        kind: the kind executable (a name looked up on PATH, or a path).
+        docker: the docker executable (a name looked up on PATH, or a path).
+    """
+
+    kubeconfig: Path
+    name: str = "hollowscale"
+    config: Path = DEFAULT_CONFIG
+    images: tuple[str, ...] = ("distill",)
+    wait_s: float = 300.0
+    kind: str = "kind"
+    docker: str = "docker"
+
+
+@dataclass
+class KindCluster:
+    """A kind cluster in use.
+
+    Attributes:
+        name: kind cluster name.
+        kubeconfig: path of the kubeconfig written for it.
+        created: True when :func:`ensure_kind_cluster` created it (then :func:`delete_kind_cluster`
+            deletes it); False when it existed already (then it is left alone).
+        loaded_images: references of the images loaded into its nodes.
+        kind: the resolved kind executable.
+    """
+
+    name: str
+    kubeconfig: Path
+    created: bool
+    loaded_images: list[str] = field(default_factory=list)
+    kind: str = "kind"
+
+
+def check_tools(settings: KindSettings) -> str:
+    """The kind executable's path, once kind and a running Docker are both there.
+
+    Raises:
+        KindError: naming everything missing at once (kind not found; docker not found, or its daemon
+            not answering ``docker info``), with what to install.
+    """
+    problems: list[str] = []
+    kind = shutil.which(settings.kind)
+    if kind is None:
+        problems.append(f"`{settings.kind}` not found on PATH ({KIND_INSTALL_HINT})")
+    docker = shutil.which(settings.docker)
+    if docker is None:
+        problems.append(f"`{settings.docker}` not found on PATH ({DOCKER_HINT})")
+    else:
+        try:
+            p = subprocess.run(
+                [docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30
+            )
+            if p.returncode != 0:
+                why = (p.stderr.strip() or p.stdout.strip()).splitlines()
+                problems.append(
+                    f"Docker is not running: `docker info` failed ({why[-1] if why else p.returncode}; {DOCKER_HINT})"
+                )
+        except subprocess.TimeoutExpired:
+            problems.append(f"Docker is not answering: `docker info` took more than 30 s ({DOCKER_HINT})")
+    if problems:
+        raise KindError("cluster.backend kind cannot run here: " + "; ".join(problems))
+    assert kind is not None
+    return kind
+
+
+def _kind(kind: str, args: list[str], timeout_s: float, what: str) -> str:
+    """Run ``kind ARGS``; its stdout, or KindError with the command and kind's own message."""
+    cmd = [kind, *args]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise KindError(f"{what}: `{' '.join(cmd)}` did not finish in {timeout_s:.0f} s") from None
+    except OSError as e:
+        raise KindError(f"{what}: cannot run `{kind}`: {e} ({KIND_INSTALL_HINT})") from None
+    if p.returncode != 0:
+        tail = "\n".join((p.stderr or p.stdout).strip().splitlines()[-15:])
+        raise KindError(f"{what}: `{' '.join(cmd)}` exited {p.returncode}:\n{tail}")
+    return p.stdout
+
+
+def kind_clusters(kind: str) -> list[str]:
+    """Names of the kind clusters that exist (``kind get clusters``)."""
+    out = _kind(kind, ["get", "clusters"], 60, "listing kind clusters")
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) -> KindCluster:
+    """Create (or reuse) the kind cluster, load the images, write the kubeconfig; what the run uses.
+
+    Reuse: a cluster named ``settings.name`` that already exists is used as it is (its own config, not
+    ``settings.config``) and is never deleted by :func:`delete_kind_cluster`. Images are built with
+    ``build`` (default :func:`hollowscale.images.build_images`) before the cluster is created, so a
+    build failure leaves nothing behind.
+
+    Raises:
+        KindError: kind or Docker missing, a bad name or config path, or a kind command failed (a
+            cluster this call created is deleted again before the error is raised).
+    """
+    if not VALID_NAME.match(settings.name):
+        raise KindError(f"kind cluster name {settings.name!r} is invalid: kind needs {VALID_NAME.pattern}")
+    kind = check_tools(settings)
+    archives: list[BuiltImage] = []
+    if settings.images:
+        if build is None:
+            from hollowscale.images import build_images
+
+            build = build_images
+        archives = build(list(settings.images))
+    settings.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    created = settings.name not in kind_clusters(kind)
+    if created:
+        if not settings.config.is_file():
+            raise KindError(
+                f"kind config {settings.config} does not exist (expected kind-config.yaml at the repo root)"
+            )
+        _kind(
+            kind,
+            [
+                "create",
+                "cluster",
+                "--name",
+                settings.name,
+                "--config",
+                str(settings.config),
+                "--kubeconfig",
+                str(settings.kubeconfig),
+                "--wait",
+                f"{settings.wait_s:.0f}s",
+            ],
+            settings.wait_s + 600,
+            f"creating kind cluster {settings.name}",
+        )
+    else:
+        _kind(
+            kind,
+            ["export", "kubeconfig", "--name", settings.name, "--kubeconfig", str(settings.kubeconfig)],
+            60,
+            f"writing the kubeconfig of kind cluster {settings.name}",
+        )
+    cluster = KindCluster(settings.name, settings.kubeconfig, created, kind=kind)
+    try:
+        for image in archives:
+            _kind(
+                kind,
+                ["load", "image-archive", str(image.archive), "--name", settings.name],
+                900,
+                f"loading {image.name} into kind cluster {settings.name}",
+            )
+            cluster.loaded_images.append(image.name)
+    except KindError:
+        delete_kind_cluster(cluster)
+        raise
+    return cluster
+
+
+def delete_kind_cluster(cluster: KindCluster) -> bool:
+    """Delete the cluster if :func:`ensure_kind_cluster` created it; True when it was deleted.
+
+    A reused cluster (``created`` False) is the user's: it is left running and False is returned.
+    """
+    if not cluster.created:
+        return False
+    _kind(
+        cluster.kind,
+        ["delete", "cluster", "--name", cluster.name, "--kubeconfig", str(cluster.kubeconfig)],
+        300,
+        f"deleting kind cluster {cluster.name}",
+    )
+    return True
