@@ -10,7 +10,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch kind-up cluster-up cluster-down clean
+        bench-distill bench-batch kind-up cluster-up cluster-down clean nightly
 
 KUEUE ?= 0
 
@@ -38,6 +38,9 @@ integration: setup-test
 
 scale-test: setup ## run scenarios/default.yaml on the local cluster; report in reports/latest/
 	$(HS) run scenarios/default.yaml
+
+nightly: setup ## scenarios/nightly.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
+	$(PY) -m hollowscale.nightly
 
 cluster-up: setup
 	$(HS) cluster up

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hollowscale.report import html, junit, markdown
+from hollowscale.report import html, junit, markdown, perfdata
 from hollowscale.report.summary import finalize, load_summary, update_latest, write_json
 
 __all__ = ["finalize", "load_summary", "update_latest", "write_json", "write_report"]
@@ -27,4 +27,5 @@ def write_report(run_dir: Path, summary: dict[str, Any], series: dict[str, Any],
     paths["summary.md"].write_text(markdown.render(summary))
     paths["junit.xml"].write_text(junit.render(summary))
     paths["report.html"].write_text(html.render(summary, series, prom_series))
+    perfdata.write_perfdata(run_dir, summary)  # every figure as ClusterLoader2 PerfData in run_dir/perfdata/
     return paths

@@ -76,11 +76,22 @@ def validate_cmd(scenarios: tuple[str, ...]) -> None:
 @click.option("--max-regression", "max_regression", default=10.0, show_default=True, type=float,
               help="Fail when a figure gets worse by more than this many percent of the baseline.")
 def compare_cmd(base: str, new: str, max_regression: float) -> None:
-    """Compare two run folders (or summary.json files) side by side; exit 1 on a regression."""
+    """Compare two run folders (or summary.json files) side by side; exit 1 on a regression.
+
+    BASE may also be a baseline of repeat runs (a folder with baseline.json, as `make nightly` writes):
+    then a figure regresses only when NEW is past the band of the repeats AND beyond --max-regression.
+    """
+    from hollowscale.report.baseline import compare_cli, is_baseline
     from hollowscale.report.compare import compare, render_table
     from hollowscale.report.summary import load_summary
 
     console = Console(width=140)
+    if is_baseline(Path(base)):
+        try:
+            code = compare_cli(Path(base), Path(new), max_regression, console)
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        sys.exit(code)
     if (Path(base) / "comparison.json").exists() and (Path(new) / "comparison.json").exists():
         _compare_variants(Path(base), Path(new), max_regression, console)
         return

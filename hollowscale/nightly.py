@@ -1,0 +1,373 @@
+"""``make nightly``: a fixed scenario set, run, reported, and gated against a noise-aware baseline.
+
+The set is a file (``scenarios/nightly.yaml``) so that what "nightly" means is reviewed like code::
+
+    max_regression_pct: 25          # default percent limit (a figure must also be past its noise band)
+    scenarios:
+      - scenario: smoke.yaml        # relative to this file
+        repeats: 3                  # repeat runs: the baseline's noise band, the new side's median
+      - scenario: default.yaml
+        repeats: 1
+        max_regression_pct: 40      # optional, per scenario
+
+Each repeat is one ``hollowscale run`` in a child process, on a fresh local cluster in a folder of the
+nightly's own (``<out>/.cluster``: never the user's ``.hollowscale/cluster``), one after the other.  Reports
+land in ``reports/nightly/<UTC date>/<scenario>/<run-id>/`` with every figure also as ClusterLoader2
+PerfData (:mod:`hollowscale.report.perfdata`); ``reports/nightly/latest`` points at the night.
+
+Then either
+
+* ``--update-baseline`` (``NIGHTLY_UPDATE_BASELINE=1``): the night's repeats become the baseline
+  (``NIGHTLY_BASELINE``, default ``reports/nightly/baseline``): per figure the repeats' values, median and
+  min..max band (:mod:`hollowscale.report.baseline`); or
+* compare (the default): each scenario's repeats against the baseline; a figure regresses only when the
+  median of the night's repeats is past the baseline band in its bad direction *and* beyond the percent
+  limit.  ``comparison.md`` (what CI writes into the job summary) and ``nightly.json`` say what was found.
+
+Exit codes: 0 no regression (or baseline written), 1 a regression (each named: scenario, figure, band, new
+value), 2 the nightly could not judge (a run left no summary, no baseline, a scenario missing from it).
+``--from-runs DIR`` judges run folders already under ``DIR`` instead of running anything (re-judging a
+night, or the recorded real runs of the tests); its verdict is written to a new night folder under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hollowscale.report import baseline as bl
+from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
+from hollowscale.report.perfdata import write_perfdata
+from hollowscale.report.summary import load_summary, update_latest, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SET = ROOT / "scenarios" / "nightly.yaml"
+DEFAULT_MAX_REGRESSION_PCT = 10.0
+MAX_REPEATS = 20
+
+OK, REGRESSION, CANNOT_JUDGE = 0, 1, 2
+
+
+class NightlySetError(ValueError):
+    """A problem with the nightly set file: the file, where in it, and what was expected."""
+
+
+@dataclass(frozen=True)
+class NightlyEntry:
+    """One scenario of the set.
+
+    Attributes:
+        scenario: the scenario file (absolute).
+        name: the scenario's ``name`` (what baselines and reports are keyed by).
+        repeats: how many runs per night.
+        max_regression_pct: this scenario's percent limit (``None``: the set's).
+    """
+
+    scenario: Path
+    name: str
+    repeats: int
+    max_regression_pct: float | None = None
+
+
+@dataclass(frozen=True)
+class NightlySet:
+    """The fixed scenario set of ``make nightly``."""
+
+    path: Path
+    entries: tuple[NightlyEntry, ...]
+    max_regression_pct: float = DEFAULT_MAX_REGRESSION_PCT
+
+    def limit(self, entry: NightlyEntry) -> float:
+        return self.max_regression_pct if entry.max_regression_pct is None else entry.max_regression_pct
+
+
+def _number(value: Any, where: str, source: Path) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise NightlySetError(f"{source}: {where}: expected a number >= 0 (percent), got {value!r}")
+    return float(value)
+
+
+def load_set(path: str | Path) -> NightlySet:
+    """Read and validate a nightly set file; every scenario in it is validated too."""
+    from hollowscale.scenario import ScenarioError, load_scenario
+
+    source = Path(path).resolve()
+    try:
+        doc = yaml.safe_load(source.read_text())
+    except OSError as exc:
+        raise NightlySetError(f"{source}: cannot read the nightly set ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise NightlySetError(f"{source}: not YAML ({exc})") from None
+    if not isinstance(doc, dict):
+        raise NightlySetError(f"{source}: expected a mapping with 'scenarios', got {type(doc).__name__}")
+    unknown = sorted(set(doc) - {"scenarios", "max_regression_pct"})
+    if unknown:
+        raise NightlySetError(f"{source}: unknown key(s) {', '.join(map(str, unknown))} "
+                              f"(expected: scenarios, max_regression_pct)")
+    limit = _number(doc.get("max_regression_pct", DEFAULT_MAX_REGRESSION_PCT), "max_regression_pct", source)
+    items = doc.get("scenarios")
+    if not isinstance(items, list) or not items:
+        raise NightlySetError(f"{source}: scenarios: expected a non-empty list of {{scenario, repeats}}, "
+                              f"got {items!r}")
+    entries: list[NightlyEntry] = []
+    for i, item in enumerate(items):
+        where = f"scenarios[{i}]"
+        if not isinstance(item, dict):
+            raise NightlySetError(f"{source}: {where}: expected a mapping {{scenario, repeats}}, got {item!r}")
+        unknown = sorted(set(item) - {"scenario", "repeats", "max_regression_pct"})
+        if unknown:
+            raise NightlySetError(f"{source}: {where}: unknown key(s) {', '.join(map(str, unknown))} "
+                                  f"(expected: scenario, repeats, max_regression_pct)")
+        file = item.get("scenario")
+        if not isinstance(file, str) or not file:
+            raise NightlySetError(f"{source}: {where}.scenario: expected a scenario file name, got {file!r}")
+        repeats = item.get("repeats", 1)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+            raise NightlySetError(f"{source}: {where}.repeats: expected an integer 1..{MAX_REPEATS}, got {repeats!r}")
+        own = item.get("max_regression_pct")
+        own_limit = None if own is None else _number(own, f"{where}.max_regression_pct", source)
+        scenario = (source.parent / file).resolve()
+        if not scenario.is_file():
+            raise NightlySetError(f"{source}: {where}.scenario: no such file {scenario}")
+        try:
+            sc = load_scenario(scenario)
+        except ScenarioError as exc:
+            raise NightlySetError(f"{source}: {where}.scenario: {file} is not a valid scenario:\n{exc}") from None
+        if sc.variants:
+            raise NightlySetError(f"{source}: {where}.scenario: {file} has variants; the nightly compares single "
+                                  f"runs (expected a scenario without 'variants')")
+        if any(e.name == sc.name for e in entries):
+            raise NightlySetError(f"{source}: {where}.scenario: scenario name {sc.name!r} is already in the set "
+                                  f"(baselines are keyed by name; expected each scenario once, with repeats)")
+        entries.append(NightlyEntry(scenario, sc.name, repeats, own_limit))
+    return NightlySet(source, tuple(entries), limit)
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def scenario_copy(entry: NightlyEntry, folder: Path, cluster_dir: Path) -> Path:
+    """The scenario with its local cluster in ``cluster_dir`` (relative pool ``stages`` made absolute)."""
+    doc = yaml.safe_load(entry.scenario.read_text())
+    cluster = doc.setdefault("cluster", {})
+    if cluster.get("backend", "local") == "local":
+        cluster["dir"] = str(cluster_dir)
+    for pool in doc.get("pools") or []:
+        stages = pool.get("stages") if isinstance(pool, dict) else None
+        if isinstance(stages, str) and not Path(stages).is_absolute():
+            pool["stages"] = str((entry.scenario.parent / stages).resolve())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{entry.name}.yaml"
+    path.write_text(f"# {entry.scenario} as the nightly runs it (cluster.dir set)\n" + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def night_folder(root: Path) -> Path:
+    """``root/<UTC date>``, or ``<date>-2``, ``-3``... when a night already ran that day."""
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    folder, n = root / day, 1
+    while folder.exists():
+        n += 1
+        folder = root / f"{day}-{n}"
+    return folder
+
+
+def run_one(scenario: Path, out: Path, log: Path) -> tuple[int, Path | None]:
+    """One ``hollowscale run``; (exit code, the run folder it wrote or None)."""
+    before = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    with log.open("w") as fh:
+        code = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
+                              cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
+    new = [p for p in out.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in before] if out.is_dir() else []
+    new = [p for p in new if (p / "summary.json").is_file()]
+    return code, (sorted(new)[-1] if new else None)
+
+
+def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[dict[str, Any]]]:
+    """Run every repeat of every scenario; scenario name -> [{repeat, exit_code, run_dir, log}]."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    copies = night / "scenarios"
+    for entry in nset.entries:
+        scen = scenario_copy(entry, copies, night / ".cluster")
+        for r in range(1, entry.repeats + 1):
+            t0 = time.monotonic()
+            say(f"[nightly] {entry.name} {r}/{entry.repeats} ...")
+            log = night / "logs" / f"{entry.name}-{r:02d}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            code, run_dir = run_one(scen, night / entry.name, log)
+            say(f"[nightly] {entry.name} {r}/{entry.repeats}: exit {code}, {time.monotonic() - t0:.0f}s, "
+                f"{run_dir or 'no report (see ' + str(log) + ')'}")
+            runs.setdefault(entry.name, []).append({"repeat": r, "exit_code": code, "log": str(log),
+                                                    "run_dir": None if run_dir is None else str(run_dir)})
+    return runs
+
+
+def find_runs(folder: Path) -> dict[str, list[Path]]:
+    """Run folders (holding ``summary.json``) under ``folder``, by scenario name; links not followed."""
+    out: dict[str, list[Path]] = {}
+    seen: set[Path] = set()
+    for path in sorted(folder.rglob("summary.json")):
+        run_dir = path.parent
+        between = [run_dir, *[p for p in run_dir.parents if p == folder or folder in p.parents]]
+        if any(p.is_symlink() for p in between) or run_dir.resolve() in seen:
+            continue
+        if any((p / bl.FILE).is_file() for p in between):  # a baseline's copies are not tonight's runs
+            continue
+        seen.add(run_dir.resolve())
+        try:
+            s = load_summary(run_dir)
+        except (OSError, ValueError):
+            continue
+        out.setdefault(str(s.get("scenario")), []).append(run_dir)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- judging
+
+
+@dataclass
+class Verdict:
+    code: int
+    problems: list[str]
+    markdown: str
+
+
+def judge(nset: NightlySet, runs: dict[str, list[Path]], baseline_dir: Path, update: bool,
+          limit_override: float | None) -> Verdict:
+    """Write the baseline (``update``) or compare against it; the exit code, problems and Markdown."""
+    problems: list[str] = []
+    cannot: list[str] = []
+    summaries: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for entry in nset.entries:
+        dirs = runs.get(entry.name) or []
+        if not dirs:
+            cannot.append(f"{entry.name}: no run left a summary")
+            continue
+        if len(dirs) != entry.repeats:
+            cannot.append(f"{entry.name}: {len(dirs)} run(s) with a summary, the set asks for {entry.repeats}")
+        summaries[entry.name] = [(d, load_summary(d)) for d in dirs]
+    md = ["# hollowscale nightly", ""]
+    if update:
+        incomplete = [f"{name}: run {s.get('run_id')} is incomplete ({s.get('incomplete_reason')})"
+                      for name, group in summaries.items() for _, s in group if not s.get("complete", True)]
+        if cannot or incomplete or not summaries:
+            why = cannot + incomplete or ["no run"]
+            md += ["**Baseline NOT written**: " + "; ".join(why), ""]
+            return Verdict(CANNOT_JUDGE, why, "\n".join(md))
+        path = bl.write_baseline(baseline_dir, summaries)
+        doc = bl.load_baseline(path)
+        md += [f"Baseline written to `{path}` from this night's runs.", ""]
+        for name, entry_doc in doc["scenarios"].items():
+            md.append(bl.render_baseline_markdown(entry_doc, f"{name}: {len(entry_doc['runs'])} run(s)"))
+        return Verdict(OK, [], "\n".join(md))
+    try:
+        doc = bl.load_baseline(baseline_dir)
+    except ValueError as exc:
+        msg = f"no usable baseline: {exc} (build one: NIGHTLY_UPDATE_BASELINE=1 make nightly)"
+        return Verdict(CANNOT_JUDGE, [msg], "\n".join([*md, f"**Cannot judge**: {msg}", ""]))
+    tables: list[str] = []
+    for entry in nset.entries:
+        group = summaries.get(entry.name)
+        if not group:
+            continue
+        base = (doc.get("scenarios") or {}).get(entry.name)
+        if base is None:
+            cannot.append(f"{entry.name}: not in the baseline {baseline_dir} (rebuild it: NIGHTLY_UPDATE_BASELINE=1)")
+            continue
+        limit = limit_override if limit_override is not None else nset.limit(entry)
+        rows, found = bl.compare_to_baseline(base, [s for _, s in group], limit)
+        problems += found
+        tables.append(bl.render_markdown(rows, f"{entry.name}: {len(group)} new run(s) vs a baseline of "
+                                               f"{len(base.get('runs') or [])} (limit {limit:g}%)"))
+    if problems:
+        md += [f"**{len(problems)} regression(s)** (past the baseline's noise band and beyond the limit):", ""]
+        md += [f"- {p}" for p in problems] + [""]
+    if cannot:
+        md += ["**Cannot judge**:", ""] + [f"- {c}" for c in cannot] + [""]
+    if not problems and not cannot:
+        md += ["**No regression**: every figure is within its baseline band or within the limit.", ""]
+    md += tables
+    code = REGRESSION if problems else CANNOT_JUDGE if cannot else OK
+    return Verdict(code, problems + cannot, "\n".join(md))
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hollowscale.nightly", description=__doc__.split("\n")[0])
+    ap.add_argument("--set", default=os.environ.get("NIGHTLY_SET") or str(DEFAULT_SET),
+                    help="the nightly set file (NIGHTLY_SET; default scenarios/nightly.yaml)")
+    ap.add_argument("--out", default=os.environ.get("NIGHTLY_OUT") or "reports/nightly",
+                    help="reports root; the night writes OUT/<UTC date>/ (NIGHTLY_OUT)")
+    ap.add_argument("--baseline", default=os.environ.get("NIGHTLY_BASELINE") or "",
+                    help="baseline folder (NIGHTLY_BASELINE; default OUT/baseline)")
+    ap.add_argument("--update-baseline", action="store_true", default=_env_flag("NIGHTLY_UPDATE_BASELINE"),
+                    help="make this night's runs the baseline instead of comparing (NIGHTLY_UPDATE_BASELINE=1)")
+    ap.add_argument("--max-regression", type=float,
+                    default=float(os.environ["NIGHTLY_MAX_REGRESSION"]) if os.environ.get("NIGHTLY_MAX_REGRESSION")
+                    else None, help="percent limit for every scenario, overriding the set (NIGHTLY_MAX_REGRESSION)")
+    ap.add_argument("--from-runs", default=os.environ.get("NIGHTLY_FROM_RUNS") or "",
+                    help="judge the run folders under this folder instead of running (NIGHTLY_FROM_RUNS)")
+    args = ap.parse_args(argv)
+    try:
+        nset = load_set(args.set)
+    except NightlySetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return CANNOT_JUDGE
+    root = Path(args.out)
+    baseline_dir = Path(args.baseline) if args.baseline else root / "baseline"
+    if args.from_runs:
+        night = Path(args.from_runs)
+        if not night.is_dir():
+            print(f"error: --from-runs {night}: no such folder", file=sys.stderr)
+            return CANNOT_JUDGE
+        runs = find_runs(night)
+        record: dict[str, Any] = {"from_runs": str(night)}
+    else:
+        if not args.update_baseline and not bl.is_baseline(baseline_dir):
+            print(f"error: no baseline at {baseline_dir} (build one first: NIGHTLY_UPDATE_BASELINE=1 make nightly, "
+                  f"or point NIGHTLY_BASELINE at one)", file=sys.stderr)
+            return CANNOT_JUDGE
+        night = night_folder(root)
+        night.mkdir(parents=True)
+        print(f"[nightly] set {nset.path}: " + ", ".join(f"{e.name} x{e.repeats}" for e in nset.entries)
+              + f" -> {night}", flush=True)
+        ran = run_set(nset, night, say=lambda s: print(s, flush=True))
+        runs = {name: [Path(r["run_dir"]) for r in rs if r["run_dir"]] for name, rs in ran.items()}
+        record = {"runs": ran}
+        for dirs in runs.values():
+            for d in dirs:
+                if not (d / PERFDATA_SUBDIR).is_dir():
+                    write_perfdata(d, load_summary(d))
+        update_latest(root, night)
+    verdict = judge(nset, runs, baseline_dir, args.update_baseline, args.max_regression)
+    if args.from_runs:  # the verdict goes beside the reports, never into the judged folder
+        night = night_folder(root)
+        night.mkdir(parents=True)
+        update_latest(root, night)
+    md_path = night / "comparison.md"
+    md_path.write_text(verdict.markdown)
+    write_json(night / "nightly.json", {
+        "kind": "hollowscale-nightly", "set": str(nset.path), "baseline": str(baseline_dir),
+        "mode": "update-baseline" if args.update_baseline else "compare", "exit_code": verdict.code,
+        "problems": verdict.problems, **record,
+        "scenarios": {e.name: {"repeats": e.repeats, "max_regression_pct": nset.limit(e)} for e in nset.entries}})
+    print(verdict.markdown)
+    print(f"[nightly] {'baseline written' if args.update_baseline and verdict.code == OK else 'exit ' + str(verdict.code)}"
+          f"; comparison: {md_path}")
+    return verdict.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

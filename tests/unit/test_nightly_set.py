@@ -1,0 +1,80 @@
+"""The nightly set file: the shipped one is valid; every kind of mistake is refused with where and what."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hollowscale.nightly import DEFAULT_SET, NightlySetError, load_set, main, scenario_copy
+
+SCEN = DEFAULT_SET.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "nightly.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_shipped_set_is_valid_and_small() -> None:
+    s = load_set(DEFAULT_SET)
+    assert [(e.name, e.repeats) for e in s.entries] == [("smoke", 3), ("default", 1)]
+    assert s.max_regression_pct == 25 and s.limit(s.entries[1]) == 40 and s.limit(s.entries[0]) == 25
+    assert all(e.scenario.is_absolute() and e.scenario.is_file() for e in s.entries)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- smoke.yaml\n", "expected a mapping with 'scenarios'"),
+    ("scenarios: []\n", "scenarios: expected a non-empty list"),
+    ("scenario: [{scenario: smoke.yaml}]\n", "unknown key(s) scenario"),
+    ("scenarios: [{scenario: smoke.yaml, repeat: 3}]\n", "scenarios[0]: unknown key(s) repeat"),
+    ("scenarios: [{scenario: smoke.yaml, repeats: 0}]\n", "scenarios[0].repeats: expected an integer 1..20, got 0"),
+    ("scenarios: [{scenario: smoke.yaml, repeats: '3'}]\n", "expected an integer 1..20, got '3'"),
+    ("scenarios: [{scenario: smoke.yaml, repeats: true}]\n", "expected an integer 1..20, got True"),
+    ("scenarios: [{scenario: nope.yaml}]\n", "scenarios[0].scenario: no such file"),
+    ("scenarios: [{repeats: 2}]\n", "scenarios[0].scenario: expected a scenario file name"),
+    ("scenarios: [{scenario: smoke.yaml}, {scenario: smoke.yaml, repeats: 2}]\n",
+     "scenarios[1].scenario: scenario name 'smoke' is already in the set"),
+    ("scenarios: [{scenario: gang-contention.yaml}]\n", "has variants; the nightly compares single runs"),
+    ("max_regression_pct: -5\nscenarios: [{scenario: smoke.yaml}]\n", "max_regression_pct: expected a number >= 0"),
+    ("scenarios: [{scenario: smoke.yaml, max_regression_pct: ten}]\n",
+     "scenarios[0].max_regression_pct: expected a number >= 0"),
+    ("scenarios: [\n", "not YAML"),
+])
+def test_mistakes_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    # the set refers to the shipped scenarios by absolute path, so it can live in tmp_path
+    path = write(tmp_path, text.replace("smoke.yaml", str(SCEN / "smoke.yaml"))
+                 .replace("gang-contention.yaml", str(SCEN / "gang-contention.yaml")))
+    with pytest.raises(NightlySetError) as exc:
+        load_set(path)
+    assert message in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_an_invalid_scenario_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("name: bad\npools: []\n")
+    path = write(tmp_path, "scenarios: [{scenario: bad.yaml}]\n")
+    with pytest.raises(NightlySetError, match=r"scenarios\[0\].scenario: bad.yaml is not a valid scenario"):
+        load_set(path)
+
+
+def test_main_reports_a_bad_set_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--set", str(write(tmp_path, "scenarios: []\n")), "--out", str(tmp_path / "r")]) == 2
+    assert "non-empty list" in capsys.readouterr().err
+
+
+def test_main_without_a_baseline_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--set", str(DEFAULT_SET), "--out", str(tmp_path / "r"), "--baseline", str(tmp_path / "none")])
+    assert code == 2 and "no baseline at" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_scenario_copy_moves_only_the_cluster_dir(tmp_path: Path) -> None:
+    import yaml
+
+    s = load_set(DEFAULT_SET)
+    copy = scenario_copy(s.entries[0], tmp_path / "scen", tmp_path / ".cluster")
+    doc = yaml.safe_load(copy.read_text())
+    orig = yaml.safe_load(s.entries[0].scenario.read_text())
+    assert doc["cluster"].pop("dir") == str(tmp_path / ".cluster")
+    assert doc == orig
