@@ -119,6 +119,7 @@ def test_quick_mode_prints_no_ratio_and_says_why(tmp_path: Path) -> None:
     for row, cells in _printed_ratio_columns(md).items():
         assert cells == {"vs pure": "n/a", "vs same-net": "n/a"}, row
     assert "No ratios: quick mode prints no speed ratios" in md and "34-54%" in md
+    assert summary["limits"] == {} and "What two cores can show" not in md  # its predictions are ratios too
     # accuracy is still compared: the distillation gain does not depend on the timing
     assert summary["edl_comparison"]["distill_gain_points"] == pytest.approx(7.45)
 
