@@ -161,15 +161,16 @@ class DistillPlan:
         dists = distributions_for(closure.external, self.site)
         cpu_dists = {n: d for n, d in dists.items() if not _is_gpu_only(n)}
         gpu_dists = {n: d for n, d in dists.items() if _is_gpu_only(n)}
-        self.site_files = sorted({f for d in cpu_dists.values() for f in distribution_files(d, self.site)})
-        gpu_files = sorted({f for d in gpu_dists.values() for f in distribution_files(d, self.site)})
+        self.site_files = sorted({f for d in cpu_dists.values() for f in distribution_files(d, self.site)}, key=str)
+        gpu_files = sorted({f for d in gpu_dists.values() for f in distribution_files(d, self.site)},
+                           key=str) if self.gpu else []
         self.stdlib_files = self._stdlib_files()
         self.interpreter = self.prefix / "bin" / f"python{PY_VERSION}"
         # the CPU closure decides layers 2 and 3, so both variants share them
         cpu_libs = library_closure([self.interpreter, *self.stdlib_files, *self.site_files], self.ldd)
         site_str = str(self.site) + os.sep
         self.site_files = sorted(set(self.site_files) | {
-            p.resolve() for p in cpu_libs.libraries if str(p.resolve()).startswith(site_str)})
+            p.resolve() for p in cpu_libs.libraries if str(p.resolve()).startswith(site_str)}, key=str)
         self.system_libs = [p for p in cpu_libs.libraries if not str(p.resolve()).startswith(site_str)]
         self.missing_libs = cpu_libs.missing
         self.gpu_files: list[Path] = []

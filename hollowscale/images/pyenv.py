@@ -16,6 +16,7 @@ imports, and that changes with the code. Three closures, each from a source of t
 from __future__ import annotations
 
 import ast
+import csv
 import importlib.metadata as md
 import json
 import os
@@ -142,14 +143,19 @@ def distributions_for(top_level: Iterable[str], site: Path) -> dict[str, md.Dist
 
 def distribution_files(dist: md.Distribution, site: Path) -> list[Path]:
     """The files a distribution installed under ``site`` (its RECORD; compiled ``.pyc`` left out,
-    scripts outside site-packages left out)."""
-    out: list[Path] = []
+    scripts outside site-packages left out). Plain strings inside: tens of thousands of files."""
+    record = dist.read_text("RECORD")
+    if record is None:
+        raise ClosureError(f"distribution {dist.metadata['Name']} has no RECORD: cannot list its files")
+    base = os.path.realpath(str(dist.locate_file("")))
     site_str = str(site) + os.sep
-    for record in dist.files or []:
-        path = Path(os.path.normpath(str(dist.locate_file(record))))
-        if not str(path).startswith(site_str) or path.suffix == ".pyc" or not path.is_file():
+    out: list[Path] = []
+    for row in csv.reader(record.splitlines()):
+        if not row:
             continue
-        out.append(path)
+        path = os.path.normpath(os.path.join(base, row[0]))
+        if path.startswith(site_str) and not path.endswith(".pyc") and os.path.isfile(path):
+            out.append(Path(path))
     return out
 
 
