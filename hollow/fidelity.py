@@ -14,9 +14,14 @@ JSON, oldest first).  Output: a list of differences in words (empty: the two agr
   is a difference too (a hollow node that writes Ready with Running, where the kubelet writes them
   one after the other, is the fidelity gap this catches).
 
-Snapshots in phase Pending are dropped from the state comparisons when the README lists the Pending
-status as left out (``status (phase Pending)``): the kubelet writes one before the containers run,
-the hollow node goes from the scheduler's Pending straight to Running.
+Two README entries name kubelet writes rather than fields (:data:`STATE_ENTRIES`); the snapshots
+they describe are dropped from the real side before comparing: ``status (phase Pending)`` (the
+kubelet writes one or two statuses before the containers run, the hollow node goes from the
+scheduler's Pending straight to Running) and ``status (phase Running, containers terminated)`` (the
+kubelet reports the containers terminated and the pod not ready while the phase stays Running until
+the sandbox is torn down, then writes the terminal phase; the hollow node writes the end state at
+once).  The same snapshots are dropped from the hollow side too, where they can only be the
+scheduler's Pending.
 
 Pure functions (no API access): the differential integration test feeds them from watches, the
 unit tests from recorded documents.
@@ -34,8 +39,10 @@ from typing import Any
 MAP_LEAVES = frozenset({"resources", "allocatedResources"})
 #: the README subsection that lists what hollow nodes leave out (the allow-list of the comparison)
 LEFT_OUT_HEADING = "Hollow-node fidelity: what is deliberately left out"
-#: the README entry that stands for the kubelet's Pending write before the containers run
+#: the README entry that stands for the kubelet's writes before the containers run
 PENDING_ENTRY = "status (phase Pending)"
+#: the README entry that stands for the kubelet's write of terminated containers before the terminal phase
+TERMINATING_ENTRY = "status (phase Running, containers terminated)"
 
 Status = dict[str, Any]
 
@@ -90,8 +97,23 @@ def _allowed(path: str, allowed: Iterable[str]) -> bool:
     return any(path == a or path.startswith(a + ".") or path.startswith(a + "[]") for a in allowed)
 
 
-def _snapshots(statuses: Sequence[Status], drop_pending: bool) -> list[Status]:
-    return [s for s in statuses if not (drop_pending and (s.get("phase") or "Pending") == "Pending")]
+def _pending(status: Status) -> bool:
+    return (status.get("phase") or "Pending") == "Pending"
+
+
+def _terminating(status: Status) -> bool:
+    containers = status.get("containerStatuses") or ()
+    return status.get("phase") == "Running" and bool(containers) and all(
+        (c.get("state") or {}).get("terminated") for c in containers)
+
+
+#: README entries that name a kind of status write (a predicate on a snapshot) rather than a field
+STATE_ENTRIES = {PENDING_ENTRY: _pending, TERMINATING_ENTRY: _terminating}
+
+
+def _snapshots(statuses: Sequence[Status], drop: Sequence[str]) -> list[Status]:
+    tests = [STATE_ENTRIES[e] for e in drop]
+    return [s for s in statuses if not any(t(s) for t in tests)]
 
 
 def condition_states(statuses: Sequence[Status]) -> set[tuple[str, str, str, str]]:
@@ -155,14 +177,21 @@ def compare(real: Sequence[Status], hollow: Sequence[Status], left_out: Sequence
     """Compare two status timelines of the same pod spec (see the module doc)."""
     if not real or not hollow:
         raise ValueError(f"expected statuses from both nodes, got {len(real)} real and {len(hollow)} hollow")
-    drop_pending = PENDING_ENTRY in left_out
-    paths = [e for e in left_out if e != PENDING_ENTRY]
-    r_paths = set().union(*(field_paths(s) for s in _snapshots(real, drop_pending)))
-    h_paths = set().union(*(field_paths(s) for s in _snapshots(hollow, drop_pending)))
+    drop = [e for e in left_out if e in STATE_ENTRIES]
+    paths = [e for e in left_out if e not in STATE_ENTRIES]
+    odd = [e for e in paths if not e.startswith("status.")]
+    if odd:
+        raise ValueError(f"left-out entries: expected status field paths (status.x.y) or one of "
+                         f"{sorted(STATE_ENTRIES)}, got {odd}")
+    r, h = _snapshots(real, drop), _snapshots(hollow, drop)
+    if not r or not h:
+        raise ValueError(f"nothing left to compare once the left-out writes are dropped ({len(r)} real and "
+                         f"{len(h)} hollow statuses)")
+    r_paths = set().union(*(field_paths(s) for s in r))
+    h_paths = set().union(*(field_paths(s) for s in h))
     only_real = tuple(sorted(p for p in r_paths - h_paths if not _allowed(p, paths)))
     only_hollow = tuple(sorted(p for p in h_paths - r_paths if not _allowed(p, paths)))
     problems: list[str] = []
-    r, h = _snapshots(real, drop_pending), _snapshots(hollow, drop_pending)
     for what, fn in (("condition (phase, type, status, reason)", condition_states),
                      ("container (phase, state, reason, exit code, ready, started)", container_shapes)):
         rs, hs = fn(r), fn(h)

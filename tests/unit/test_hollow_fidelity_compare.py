@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hollow.fidelity import PENDING_ENTRY, compare, field_paths, left_out_paths, milestones
+from hollow.fidelity import PENDING_ENTRY, TERMINATING_ENTRY, compare, field_paths, left_out_paths, milestones
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -89,6 +89,23 @@ def test_the_pending_entry_drops_the_kubelets_pending_write_from_the_comparison(
     assert compare(timeline(), hollow, (PENDING_ENTRY,)).ok
 
 
+def test_the_terminating_entry_drops_terminated_containers_under_phase_running() -> None:
+    done = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    real = [snap("Running", True, RUN), snap("Running", False, done), snap("Succeeded", False, done)]
+    hollow = [snap("Running", True, RUN), snap("Succeeded", False, done)]
+    assert not compare(real, hollow, ()).ok
+    assert compare(real, hollow, (TERMINATING_ENTRY,)).ok
+    # only that state: a Running pod whose containers still run is compared
+    assert not compare(real, [hollow[1]], (TERMINATING_ENTRY,)).ok
+
+
+def test_unknown_entries_and_nothing_left_are_refused() -> None:
+    with pytest.raises(ValueError, match="expected status field paths"):
+        compare(timeline(), timeline(), ("status (phase Unknown)",))
+    with pytest.raises(ValueError, match="nothing left to compare"):
+        compare(timeline()[:1], timeline(), (PENDING_ENTRY,))
+
+
 def test_milestones_are_first_sightings() -> None:
     m = milestones(timeline())
     assert m["phase=Pending"] == 0 and m["phase=Running"] == 1 and m["Ready=True"] == 2 and m["state=running"] == 1
@@ -96,7 +113,7 @@ def test_milestones_are_first_sightings() -> None:
 
 def test_the_allow_list_is_read_from_the_readme() -> None:
     entries = left_out_paths(README.read_text())
-    assert entries and all(e == PENDING_ENTRY or e.startswith("status.") for e in entries)
+    assert entries and all(e in (PENDING_ENTRY, TERMINATING_ENTRY) or e.startswith("status.") for e in entries)
     with pytest.raises(ValueError, match="expected a heading"):
         left_out_paths("# nothing here\n")
     with pytest.raises(ValueError, match="no table rows"):
