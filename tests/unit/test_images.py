@@ -99,6 +99,17 @@ def test_layout_is_valid_against_the_image_spec_schemas(small_images: list[Built
             validate(layer, "content-descriptor.json")
 
 
+def test_the_schema_check_rejects_a_broken_manifest(small_images: list[BuiltImage], validate: Any) -> None:
+    files = _members(small_images[0].archive)
+    manifest = json.loads(_blob(files, small_images[0].digest))
+    manifest["config"]["digest"] = "sha256 no colon-separated algorithm"
+    with pytest.raises(AssertionError, match="digest"):
+        validate(manifest, "image-manifest-schema.json")
+    del manifest["layers"]
+    with pytest.raises(AssertionError, match="layers"):
+        validate(manifest, "image-manifest-schema.json")
+
+
 def test_digests_sizes_and_diff_ids_match_the_content(small_images: list[BuiltImage]) -> None:
     for image in small_images:
         files = _members(image.archive)
