@@ -17,6 +17,7 @@ from rich.console import Console
 from hollowscale.cluster.binaries import BuildError, ensure_binaries, kueue_binary
 from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
 from hollowscale.cluster.profiles import PROFILES
+from hollowscale.cluster.realnode import RealNodeSettings
 
 console = Console(stderr=True)
 
@@ -80,12 +81,20 @@ _dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=Fal
 @click.option("--kueue", is_flag=True,
               help="Run Kueue too (CRDs, RBAC, webhooks for batch/v1 Jobs, fair sharing); needs root and "
                    "`hollowscale setup --kueue`.")
+@click.option("--real-nodes", type=click.IntRange(0, 250), default=0, show_default=True,
+              help="Real nodes to start beside the control plane: a kubelet and its own containerd each, pods on "
+                   "a private bridge (labelled hollowscale.io/node-kind=real, tainted "
+                   "hollowscale.io/real-node=true:NoSchedule); needs root and `make setup-test`.")
+@click.option("--fake-gpus", type=click.IntRange(0, 1024), default=0, show_default=True,
+              help="With --real-nodes: each real node advertises this many fake GPUs through the device plugin.")
+@click.option("--gpu-model", default="fake-gpu", show_default=True, help="The fake GPUs' model (with --fake-gpus).")
 @_dir_option
-def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool,
-               cluster_dir: Path) -> None:
+def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool, real_nodes: int,
+               fake_gpus: int, gpu_model: str, cluster_dir: Path) -> None:
     """Start the local cluster (or reuse a running one) and print the kubeconfig path."""
     local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port, gang_scheduling=gang_scheduling,
-                         kueue=kueue)
+                         kueue=kueue, real_nodes=RealNodeSettings(count=real_nodes, fake_gpus=fake_gpus,
+                                                                  gpu_model=gpu_model))
     started = time.monotonic()
     try:
         with console.status("starting the local cluster") as status:
@@ -104,15 +113,25 @@ def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, k
     else:
         console.print(f"cluster ready in {time.monotonic() - started:.1f}s at {info.server} "
                       f"(profile {info.profile}, Kubernetes {info.kubernetes_version})")
+    if info.real_nodes:
+        console.print(f"real nodes: {', '.join(n.name for n in info.real_nodes)} "
+                      f"(pods on {info.pod_network['bridge'] if info.pod_network else '?'}, "
+                      f"{info.pod_network['cidr'] if info.pod_network else '?'})")
     click.echo(info.kubeconfig)
 
 
 @cluster.command("down")
 @_dir_option
 def cluster_down(cluster_dir: Path) -> None:
-    """Stop exactly the processes `up` started (by pid) and remove the cluster directory."""
-    stopped = LocalCluster(cluster_dir).down()
+    """Stop exactly the processes `up` started (by pid) and remove the cluster directory.
+
+    Real nodes: their pods' containers, shims, mounts, network namespaces and the pod bridge go too.
+    """
+    local = LocalCluster(cluster_dir)
+    stopped = local.down()
     console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    for line in local.real_node_teardown:
+        console.print(f"real nodes: {line}")
 
 
 @cluster.command("status")
@@ -154,6 +173,16 @@ def cluster_status(cluster_dir: Path) -> None:
                        f"(token {info.metrics_tokens.get('kueue')})")
         else:
             click.echo("kueue:      off")
+        if info.real_nodes and info.pod_network:
+            net = info.pod_network
+            click.echo(f"real nodes: {len(info.real_nodes)} on bridge {net['bridge']} ({net['cidr']}, node IP "
+                       f"{net['gateway']})")
+            for n in info.real_nodes:
+                gpus = f", {n.fake_gpus} x {n.gpu_model}" if n.fake_gpus else ""
+                click.echo(f"{'':<12}{n.name}: kubelet :{n.kubelet_port} (healthz 127.0.0.1:{n.healthz_port}), "
+                           f"pods {n.pod_range}, containerd {n.containerd_socket}{gpus}")
+        else:
+            click.echo("real nodes: none")
         click.echo(f"up for:     {time.time() - info.started_at:.0f}s")
     for s in statuses:
         state = s.state.upper() if s.state not in ("running", "stalled") else s.state

@@ -10,12 +10,16 @@
 #   3. the control-plane binaries, built from the Go module proxy and cached outside the repo
 #      (CONTROL_PLANE=0 skips them: the distillation bench alone runs no cluster; KUEUE=1 adds Kueue,
 #      which `cluster up --kueue` and the test suite need)
+#   REAL_NODES=1 (default) also installs containerd, runc, the CNI plugins and busybox-static from Debian
+#   and builds the kubelet beside the control plane (`cluster up --real-nodes N`, the test suite's real
+#   node); REAL_NODES=0 skips both
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXTRAS="${EXTRAS:-}"
 CONTROL_PLANE="${CONTROL_PLANE:-1}"
 KUEUE="${KUEUE:-0}"
+REAL_NODES="${REAL_NODES:-1}"
 step() { printf '\033[1m[setup %s]\033[0m %s\n' "$1" "$2"; }
 
 # Extras as a sorted, de-duplicated, comma-separated set ("" = core only).
@@ -34,6 +38,9 @@ has_extra() { [[ ",$EXTRAS," == *",$1,"* ]]; }
 APT_PACKAGES=(prometheus)
 has_extra distill && APT_PACKAGES+=(dataset-fashion-mnist)
 has_extra dev && APT_PACKAGES+=(chromium)
+# real nodes: a containerd per kubelet, runc, the bridge/host-local/loopback CNI plugins, busybox for images
+[ "$REAL_NODES" = 1 ] && [ "$CONTROL_PLANE" != 0 ] && \
+  APT_PACKAGES+=(containerd runc containernetworking-plugins busybox-static iproute2)
 TOTAL=$([ "$CONTROL_PLANE" = 0 ] && echo 2 || echo 3)
 
 step "1/$TOTAL" "Debian packages: ${APT_PACKAGES[*]}"
@@ -97,4 +104,8 @@ if [ "$KUEUE" = 1 ]; then
   .venv/bin/hollowscale setup --kueue
 else
   .venv/bin/hollowscale setup
+fi
+if [ "$REAL_NODES" = 1 ]; then
+  # the kubelet of the same version, built with the same wrapper module (cached beside the others)
+  echo "  kubelet (real nodes): $(.venv/bin/python -m hollowscale.cluster.binaries --kubelet | tail -1)"
 fi

@@ -4,6 +4,16 @@
 kube-apiserver, kube-controller-manager, kube-scheduler as processes, built from the Go module
 proxy by ``make setup``) and tears it down at the end, also when tests fail or the run is
 interrupted.  There is no fake API server anywhere in this suite.
+
+``real_cluster`` is that same session cluster with one real node added (``hs-real-0``: a real kubelet
+and its own containerd, pods on the cluster's private bridge; needs root and ``make setup-test``).
+It is added to the shared cluster rather than started as a second one: a real node is tainted
+``hollowscale.io/real-node=true:NoSchedule`` and labelled ``hollowscale.io/node-kind=real``, so no pod
+of another test lands there (every test that counts nodes selects its own pool label), and one
+control plane is cheaper than two.  Put a pod there with
+:func:`hollowscale.cluster.realnode.pod_placement` (selector + toleration) and
+``imagePullPolicy: Never`` with :data:`hollowscale.images.BUSYBOX_IMAGE`.  The node goes down with the
+session cluster (``LocalCluster.down`` removes its containers, mounts, network namespaces, bridge).
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from hollowscale.cluster.binaries import binaries
-from hollowscale.cluster.local import ClusterInfo, LocalCluster
+from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
 
 ARTIFACTS = Path(__file__).parent / ".artifacts"
 
@@ -40,6 +50,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
             for log in logs.iterdir():
                 (target / log.name).write_bytes(log.read_bytes())
         local.down()
+
+
+@pytest.fixture(scope="session")
+def real_cluster(cluster: ClusterInfo) -> ClusterInfo:
+    """The session cluster with one real node (``info.real_nodes[0]``, ``info.pod_network``); ~20 s once."""
+    local = LocalCluster(cluster.dir)
+    info = local.info()
+    if info is None:
+        pytest.fail(f"the session cluster in {cluster.dir} is not running", pytrace=False)
+    if not info.real_nodes:
+        try:
+            local.add_real_nodes(1, timeout_s=120)
+        except ClusterError as exc:
+            pytest.fail(f"could not add a real node to the session cluster: {exc}", pytrace=False)
+        info = local.info()
+        assert info is not None
+    return info
 
 
 @pytest.fixture(scope="session")

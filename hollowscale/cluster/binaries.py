@@ -6,6 +6,10 @@ the Go module proxy is one. We build ``kube-apiserver``, ``kube-controller-manag
 that replaces every ``k8s.io/*`` staging module (``v0.0.0`` in the upstream go.mod, which points at
 ``./staging``) with its published ``v0.X.Y`` twin, and ``etcd`` from ``go.etcd.io/etcd/server/v3``.
 
+The kubelet (for real nodes, :mod:`hollowscale.cluster.realnode`) is built from the same wrapper
+module and cached beside them (``<version>/kubelet``) by :func:`ensure_kubelet`, on its own: a cache
+that already holds the four control-plane binaries is not rebuilt to add it.
+
 Binaries are cached per version outside the repo (``~/.cache/hollowscale/bin/<version>/``) and
 written atomically (build into a temp dir, then rename), so a second ``make setup`` builds nothing
 and an interrupted build never leaves a half-written cache entry behind.
@@ -70,6 +74,11 @@ def binaries(root: Path | None = None) -> Binaries:
         kubectl=kube / "kubectl",
         etcd=root / "bin" / f"etcd-{ETCD_VERSION}" / "etcd",
     )
+
+
+def kubelet_binary(root: Path | None = None) -> Path:
+    """Where the kubelet of the pinned version lives (beside kube-apiserver; whether built or not)."""
+    return binaries(root).kube_apiserver.parent / "kubelet"
 
 
 def _go() -> str:
@@ -195,6 +204,38 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _build_file_into(final: Path, gomod: str, package: str, ldflags: str, what: str,
+                     progress: ProgressFn | None) -> None:
+    """Build one package and move its binary to ``final`` atomically, leaving the rest of its dir alone.
+
+    :func:`_build_into` replaces a whole cache dir; the kubelet joins a dir that already holds the
+    control-plane binaries, which must not be rebuilt (or removed) for it.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent.parent / f".{final.parent.name}-{final.name}"
+    _build_into(staging, gomod, [package], ldflags, what, progress)
+    try:
+        (staging / "BUILD-INFO.json").replace(final.parent / f"BUILD-INFO-{final.name}.json")
+        (staging / final.name).replace(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def ensure_kubelet(progress: ProgressFn | None = None, root: Path | None = None) -> Path:
+    """Build ``k8s.io/kubernetes/cmd/kubelet`` (same wrapper module and flags as the control plane) once.
+
+    Takes about 30 s more than nothing when the Go build cache is warm from the control-plane build.
+    """
+    binary = kubelet_binary(root)
+    if not os.access(binary, os.X_OK):
+        gomod = kube_wrapper_gomod(_kubernetes_gomod())
+        _build_file_into(binary, gomod, "k8s.io/kubernetes/cmd/kubelet", _ldflags(),
+                         f"building the kubelet {KUBERNETES_VERSION}", progress)
+    if not os.access(binary, os.X_OK):
+        raise BuildError(f"build finished but {binary} is missing")
+    return binary
+
+
 def kueue_binary(root: Path | None = None) -> Path:
     """Where the Kueue binary of the pinned version lives (whether built or not)."""
     return (root or cache_root()) / "bin" / f"kueue-{KUEUE_VERSION}" / "kueue"
@@ -222,10 +263,11 @@ def ensure_kueue(progress: ProgressFn | None = None, root: Path | None = None) -
 
 
 def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None,
-                    kueue: bool = False) -> Binaries:
+                    kueue: bool = False, kubelet: bool = False) -> Binaries:
     """Build whatever is missing from the cache; a no-op (milliseconds) when all are cached.
 
     ``kueue``: also build Kueue (:func:`ensure_kueue`); the test suite's setup asks for it.
+    ``kubelet``: also build the kubelet (:func:`ensure_kubelet`), for real nodes.
     """
     bins = binaries(root)
     if any(not os.access(p, os.X_OK) for p in
@@ -247,14 +289,18 @@ def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None
         raise BuildError(f"build finished but these binaries are missing: {', '.join(map(str, missing))}")
     if kueue:
         ensure_kueue(progress, root)
+    if kubelet:
+        ensure_kubelet(progress, root)
     return bins
 
 
 def main() -> None:
-    """``python -m hollowscale.cluster.binaries [--kueue]``: build what is missing, print where it is."""
+    """``python -m hollowscale.cluster.binaries [--kueue] [--kubelet]``: build what is missing, print where."""
     with_kueue = "--kueue" in sys.argv[1:]
+    with_kubelet = "--kubelet" in sys.argv[1:]
     try:
-        bins = ensure_binaries(lambda msg: print(msg, file=sys.stderr, flush=True), kueue=with_kueue)
+        bins = ensure_binaries(lambda msg: print(msg, file=sys.stderr, flush=True), kueue=with_kueue,
+                               kubelet=with_kubelet)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -262,6 +308,8 @@ def main() -> None:
         print(path)
     if with_kueue:
         print(kueue_binary())
+    if with_kubelet:
+        print(kubelet_binary())
 
 
 if __name__ == "__main__":

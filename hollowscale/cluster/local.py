@@ -17,6 +17,14 @@ build (Workload/PodGroup, ``scheduling.k8s.io/v1alpha2``) on apiserver, schedule
 controller-manager; ``kueue`` adds Kueue as one more supervised component
 (:mod:`hollowscale.cluster.kueue`).  Both are recorded in ``state.json`` (``ClusterInfo.features``);
 ``up`` on a running cluster started with other features refuses.
+
+Real nodes (:mod:`hollowscale.cluster.realnode`): ``real_nodes=N`` (or a
+:class:`~hollowscale.cluster.realnode.RealNodeSettings`) starts N kubelets, each with its own containerd,
+as more supervised components once the control plane is ready; :meth:`LocalCluster.add_real_nodes` adds
+more to a running cluster.  ``down`` takes their pods, mounts, network namespaces and bridge apart after
+the supervisor stopped them (:func:`hollowscale.cluster.realnode.tear_down`).  The apiserver always gets a
+kubelet client certificate (``system:masters``) and prefers nodes' InternalIP, so ``kubectl logs`` and
+``exec`` reach a real kubelet.
 """
 
 from __future__ import annotations
@@ -41,9 +49,11 @@ from typing import Any
 import yaml
 
 from hollowscale.cluster import kueue as kueue_mod
-from hollowscale.cluster.binaries import Binaries, binaries, kueue_binary
+from hollowscale.cluster import realnode
+from hollowscale.cluster.binaries import Binaries, binaries, kubelet_binary, kueue_binary
 from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert
 from hollowscale.cluster.profiles import Profile, get_profile
+from hollowscale.cluster.realnode import pool as realnode_pool
 from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
 from hollowscale.cluster.supervisor import read_events as read_supervisor_events
 from hollowscale.cluster.supervisor import request as supervisor_request
@@ -102,6 +112,10 @@ class ClusterInfo:
             ``version``, ``feature_gates``, ``frameworks``, ``fair_sharing``, ``wait_for_pods_ready``,
             ``namespace``, ``ports`` and the registered ``webhooks``).
         metrics_tokens: component -> file with the bearer token its metrics need (``kueue``).
+        real_nodes: the real nodes (name, kubelet and healthz ports, root dir, containerd socket, pod
+            address range, fake GPUs), in start order.
+        pod_network: the real nodes' pod network (``bridge``, ``cidr``, ``gateway`` = every real node's IP),
+            or None without real nodes.
     """
 
     dir: Path
@@ -122,6 +136,8 @@ class ClusterInfo:
     reused: bool = False
     features: dict[str, Any] = field(default_factory=dict)
     metrics_tokens: dict[str, Path] = field(default_factory=dict)
+    real_nodes: list[realnode.RealNodeInfo] = field(default_factory=list)
+    pod_network: dict[str, str] | None = None
 
     @property
     def kueue(self) -> bool:
@@ -164,6 +180,8 @@ class _State:
     flags: dict[str, list[str]] = field(default_factory=dict)
     complete: bool = False
     features: dict[str, Any] = field(default_factory=dict)
+    #: ``network`` (bridge, cidr, gateway) and ``nodes`` (RealNodeInfo as dicts)
+    real_nodes: dict[str, Any] = field(default_factory=dict)
 
 
 class LocalCluster:
@@ -179,11 +197,15 @@ class LocalCluster:
         kueue: run Kueue (:data:`hollowscale.versions.KUEUE_VERSION`) as one more component, with its
             CRDs, RBAC and webhooks installed (needs root: it runs in a private mount namespace).
         kueue_bin: the Kueue binary (default: the cached one; ``make setup KUEUE=1`` builds it).
+        real_nodes: real nodes to start with the cluster (a count, or settings with fake GPUs); needs
+            root, containerd, runc, the CNI plugins and the kubelet (``make setup-test``).
+        kubelet_bin: the kubelet binary (default: the cached one).
     """
 
     def __init__(self, dir: Path = DEFAULT_DIR, profile: str = "default", apiserver_port: int = 0,
                  bins: Binaries | None = None, gang_scheduling: bool = False, kueue: bool = False,
-                 kueue_bin: Path | None = None) -> None:
+                 kueue_bin: Path | None = None, real_nodes: int | realnode.RealNodeSettings | None = None,
+                 kubelet_bin: Path | None = None) -> None:
         self.dir = Path(dir).absolute()
         self.profile: Profile = get_profile(profile)
         self.apiserver_port = apiserver_port
@@ -191,6 +213,11 @@ class LocalCluster:
         self.gang_scheduling = gang_scheduling
         self.kueue = kueue
         self.kueue_bin = kueue_bin or kueue_binary()
+        self.real_nodes = (real_nodes if isinstance(real_nodes, realnode.RealNodeSettings)
+                           else realnode.RealNodeSettings(count=int(real_nodes or 0)))
+        self.kubelet_bin = kubelet_bin or kubelet_binary()
+        #: what the last ``down`` undid for real nodes (containers deleted, mounts, links, host state)
+        self.real_node_teardown: list[str] = []
 
     @property
     def kueue_layout(self) -> kueue_mod.KueueLayout:
@@ -279,6 +306,8 @@ class LocalCluster:
             reused=reused,
             features=dict(state.features),
             metrics_tokens=tokens,
+            real_nodes=[realnode.RealNodeInfo(**n) for n in state.real_nodes.get("nodes", [])],
+            pod_network=dict(state.real_nodes["network"]) if state.real_nodes.get("network") else None,
         )
 
     def status(self) -> list[ComponentStatus]:
@@ -347,6 +376,11 @@ class LocalCluster:
                 kueue_mod.check_can_run()
             except kueue_mod.KueueError as exc:
                 raise ClusterError(str(exc)) from None
+        if self.real_nodes.count:
+            try:
+                realnode_pool.check_can_run(self.kubelet_bin)
+            except realnode.RealNodeError as exc:
+                raise ClusterError(str(exc)) from None
         if self.apiserver_port and port_in_use(self.apiserver_port):
             raise ClusterError(f"port {self.apiserver_port} on 127.0.0.1 is already in use; pick another "
                                "with --port or stop what listens there")
@@ -389,6 +423,7 @@ class LocalCluster:
                                       if len(got) < len(GANG_GATES)},
             "runtime_config": GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
             "kueue": kueue_mod.features(self._kueue_ports(ports)) if self.kueue else None,
+            "kubelet_client": True,
         }
 
     @staticmethod
@@ -482,10 +517,67 @@ class LocalCluster:
             except kueue_mod.KueueError as exc:
                 raise ClusterError(f"Kueue: {exc} -- log: {self.log_path('kueue')}") from None
             state.features["kueue"]["webhooks"] = hooks
+        if self.real_nodes.count:
+            self._start_real_nodes(state, self.real_nodes, say, max(90.0, deadline - time.monotonic()))
         state.complete = True
         self._save_state(state)
         say(f"cluster ready at {api} (profile {self.profile.name})")
         return self._info(state, reused=False)
+
+    # ----------------------------------------------------------------- real nodes
+    def add_real_nodes(self, nodes: int | realnode.RealNodeSettings = 1, progress: ProgressFn | None = None,
+                       timeout_s: float = 120.0) -> list[str]:
+        """Start more real nodes in this running cluster and wait until they are Ready; their names.
+
+        Names continue the numbering (``hs-real-<i>``).  A node that fails to start is left to ``down``
+        (its components are supervised and its dirs are under the cluster dir).
+        """
+        settings = nodes if isinstance(nodes, realnode.RealNodeSettings) else realnode.RealNodeSettings(count=nodes)
+        state = self._load_state()
+        if state is None or not state.complete or not self.supervisor_alive():
+            raise ClusterError(f"no running cluster in {self.dir}; start it with `hollowscale cluster up` first")
+        if not state.features.get("kubelet_client"):
+            raise ClusterError(f"the cluster in {self.dir} was started without the apiserver's kubelet client "
+                               "certificate (an older hollowscale); restart it to add real nodes")
+        try:
+            realnode_pool.check_can_run(self.kubelet_bin)
+        except realnode.RealNodeError as exc:
+            raise ClusterError(str(exc)) from None
+        infos = self._start_real_nodes(state, settings, progress or (lambda _m: None), timeout_s)
+        return [i.name for i in infos]
+
+    def _start_real_nodes(self, state: _State, settings: realnode.RealNodeSettings, say: ProgressFn,
+                          timeout_s: float) -> list[realnode.RealNodeInfo]:
+        pki_dir = self.dir / "pki"
+        ctx = client_ssl_context(str(pki_dir / "ca.crt"), str(pki_dir / "admin.crt"), str(pki_dir / "admin.key"))
+        api = f"https://127.0.0.1:{state.ports['kube-apiserver']}"
+        known = state.real_nodes.setdefault("nodes", [])
+        first = 1 + max((n["index"] for n in known), default=-1)
+
+        def launch(name: str, argv: list[str]) -> None:
+            add_component(self.dir, ComponentSpec(name, argv, str(self.log_path(name)), str(self.dir)))
+            state.flags[name] = argv
+            self._save_state(state)
+
+        def problem(name: str) -> str | None:
+            if not self.supervisor_alive():
+                return f"cannot run: the cluster supervisor is not running -- log: {self.log_path('supervisor')}"
+            comp = component_states(self.dir).get(name)
+            if comp is not None and comp.last_exit_code is not None:
+                return (f"exited at start (code {comp.last_exit_code}): {failure_reason(self.log_path(name))} "
+                        f"-- log: {self.log_path(name)}")
+            return None
+
+        try:
+            net, infos = realnode_pool.start_nodes(
+                self.dir, first, settings, kubelet=self.kubelet_bin, pki_dir=pki_dir, api=api, ctx=ctx,
+                launch=launch, problem=problem, free_ports=free_ports, say=say, timeout_s=timeout_s)
+        except realnode.RealNodeError as exc:
+            raise ClusterError(str(exc)) from None
+        state.real_nodes["network"] = {"bridge": net.bridge, "cidr": net.cidr, "gateway": net.gateway}
+        known.extend(i.to_dict() for i in infos)
+        self._save_state(state)
+        return infos
 
     # ----------------------------------------------------------------- down
     def down(self, grace_s: float = 10.0) -> list[str]:
@@ -505,6 +597,8 @@ class LocalCluster:
                 stop(record, grace_s * (len(comps) + 2) if record.name == "supervisor" else grace_s)
             for comp in reversed(list(component_states(self.dir).values())):
                 stop(comp.record(), grace_s)  # only what a killed supervisor left behind
+        # real nodes' pods outlive their kubelet and containerd: take them apart (a no-op without any)
+        self.real_node_teardown = realnode.tear_down(self.dir)
         if self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return stopped
@@ -573,6 +667,12 @@ class LocalCluster:
             # Loopback addresses are not valid Endpoints, so the `kubernetes` Service gets none:
             # nothing in this cluster reaches the apiserver through it (clients use the kubeconfig).
             "--endpoint-reconciler-type=none",
+            # real nodes (logs, exec): the apiserver dials a kubelet at its InternalIP (the pod bridge's
+            # gateway address; node names do not resolve) with its own client certificate
+            f"--kubelet-client-certificate={pki.apiserver_kubelet_client.cert}",
+            f"--kubelet-client-key={pki.apiserver_kubelet_client.key}",
+            f"--kubelet-certificate-authority={pki.ca.cert}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP",
             f"--audit-policy-file={self._audit_policy()}",
             f"--audit-log-path={self.audit_log_path}",
             "--audit-log-format=json",

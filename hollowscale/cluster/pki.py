@@ -38,6 +38,7 @@ class ClusterPKI:
     admin: CertPair
     controller_manager: CertPair
     scheduler: CertPair
+    apiserver_kubelet_client: CertPair
     service_account_key: Path
     service_account_pub: Path
 
@@ -135,6 +136,10 @@ def create_pki(out: Path, service_ip: str = "10.0.0.1") -> ClusterPKI:
                                   "controller-manager", server=False, client=True),
         scheduler=_issue(ca_key, ca_cert, _name("system:kube-scheduler"), out, "scheduler",
                          server=False, client=True),
+        # the apiserver's client to kubelets (logs, exec, port-forward): system:masters, so a kubelet's
+        # webhook authorizer allows it as the apiserver's kubelet client is allowed in kubeadm clusters
+        apiserver_kubelet_client=_issue(ca_key, ca_cert, _name("kube-apiserver-kubelet-client", "system:masters"),
+                                        out, "apiserver-kubelet-client", server=False, client=True),
         service_account_key=sa_key_path,
         service_account_pub=sa_pub_path,
     )

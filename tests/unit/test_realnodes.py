@@ -1,0 +1,179 @@
+"""Real nodes: configuration, layout and bookkeeping that need no root and start nothing."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from hollowscale.cluster import binaries as bins_mod
+from hollowscale.cluster.realnode import (
+    NODE_KIND_LABEL,
+    TAINT_KEY,
+    NodeLayout,
+    PodNetwork,
+    RealNodeSettings,
+    pod_placement,
+    render,
+)
+from hollowscale.cluster.realnode import pool as pool_mod
+from hollowscale.cluster.realnode import teardown as teardown_mod
+from hollowscale.cluster.realnode.layout import bridge_name, pick_pod_cidr
+
+NET = PodNetwork(bridge="hsbr-0123abcd", cidr="10.89.0.0/16")
+
+
+def layout(tmp_path: Path, index: int = 0) -> NodeLayout:
+    return NodeLayout(tmp_path / "cluster", index)
+
+
+def test_containerd_config_is_valid_toml_with_the_settings_this_machine_needs(tmp_path: Path) -> None:
+    lay = layout(tmp_path)
+    doc = tomllib.loads(render.containerd_config(lay, "hollowscale.local/pause:3.10"))
+    assert doc["version"] == 2
+    assert doc["root"] == str(lay.containerd_root) and doc["state"] == str(lay.containerd_state)
+    assert doc["grpc"]["address"] == str(lay.containerd_socket)
+    assert doc["ttrpc"]["address"] == "" and doc["metrics"]["address"] == ""
+    cri = doc["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "hollowscale.local/pause:3.10"
+    assert cri["restrict_oom_score_adj"] is True and cri["disable_apparmor"] is True
+    assert cri["netns_mounts_under_state_dir"] is True
+    assert cri["cni"]["conf_dir"] == str(lay.cni_conf_dir) and cri["cni"]["bin_dir"] == "/usr/lib/cni"
+    assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    # nothing of containerd's defaults outside the node dir
+    assert doc["plugins"]["io.containerd.internal.v1.opt"]["path"].startswith(str(lay.base))
+
+
+def test_cni_conflist_keeps_traffic_on_the_bridge(tmp_path: Path) -> None:
+    conf = render.cni_conflist(layout(tmp_path, 2), NET)
+    (bridge,) = conf["plugins"]
+    assert bridge["type"] == "bridge" and bridge["bridge"] == NET.bridge
+    assert bridge["ipMasq"] is False and bridge["isGateway"] is False and bridge["isDefaultGateway"] is False
+    ipam = bridge["ipam"]
+    assert ipam["routes"] == []  # no default route: nothing can leave the machine
+    assert ipam["dataDir"] == str(layout(tmp_path, 2).cni_ipam_dir)
+    (rng,) = ipam["ranges"][0]
+    assert (rng["subnet"], rng["rangeStart"], rng["rangeEnd"], rng["gateway"]) == (
+        "10.89.0.0/16", "10.89.3.1", "10.89.3.254", "10.89.0.1")
+    assert not any(p["type"] == "portmap" for p in conf["plugins"])
+
+
+def test_node_ranges_are_disjoint_and_inside_the_network() -> None:
+    net = ipaddress.ip_network(NET.cidr)
+    seen: set[ipaddress.IPv4Address] = set()
+    for i in range(250):
+        start, end = (ipaddress.IPv4Address(a) for a in NET.node_range(i))
+        assert start in net and end in net and start <= end
+        assert int(ipaddress.IPv4Address(NET.gateway)) not in range(int(start), int(end) + 1)
+        span = {ipaddress.IPv4Address(a) for a in range(int(start), int(end) + 1)}
+        assert not span & seen
+        seen |= span
+
+
+def test_kubelet_config_and_argv(tmp_path: Path) -> None:
+    lay = layout(tmp_path, 1)
+    cfg = render.kubelet_config(lay, NET, Path("/ca.crt"), (Path("/s.crt"), Path("/s.key")), 10250, 10248,
+                                RealNodeSettings(max_pods=30))
+    for key, value in {"cgroupDriver": "cgroupfs", "failCgroupV1": False, "failSwapOn": False,
+                       "cgroupsPerQOS": False, "enforceNodeAllocatable": [], "localStorageCapacityIsolation": False,
+                       "evictionHard": {}, "makeIPTablesUtilChains": False, "readOnlyPort": 0,
+                       "address": "10.89.0.1", "port": 10250, "healthzPort": 10248, "maxPods": 30}.items():
+        assert cfg[key] == value, key
+    assert cfg["containerRuntimeEndpoint"] == f"unix://{lay.containerd_socket}"
+    assert cfg["authentication"]["anonymous"]["enabled"] is False
+    assert cfg["authorization"]["mode"] == "Webhook"
+    assert cfg["registerWithTaints"] == [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
+    assert cfg["podLogsDir"].startswith(str(lay.base)) and cfg["volumePluginDir"].startswith(str(lay.base))
+    argv = render.kubelet_argv(Path("/bin/kubelet"), lay, NET)
+    assert f"--hostname-override={lay.name}" in argv and "--node-ip=10.89.0.1" in argv
+    assert f"--root-dir={lay.kubelet_root}" in argv
+    assert f"--node-labels={NODE_KIND_LABEL}=real" in argv
+
+
+def test_deviceplugin_argv_is_the_hook_h3_implements(tmp_path: Path) -> None:
+    lay = layout(tmp_path, 3)
+    argv = render.deviceplugin_argv(lay, RealNodeSettings(fake_gpus=4, gpu_model="H100"))
+    assert argv == [sys.executable, "-m", "hollowscale.deviceplugin", "--kubelet-root", str(lay.kubelet_root),
+                    "--node", "hs-real-3", "--fake-gpus", "4", "--gpu-model", "H100"]
+    assert lay.plugins_registry == lay.kubelet_root / "plugins_registry"
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="count"):
+        RealNodeSettings(count=-1)
+    with pytest.raises(ValueError, match="fake_gpus"):
+        RealNodeSettings(fake_gpus=-2)
+
+
+def test_names_paths_and_cidr_choice(tmp_path: Path) -> None:
+    a, b = bridge_name(tmp_path / "a"), bridge_name(tmp_path / "b")
+    assert a != b and len(a) <= 15 and a.startswith("hsbr-")
+    assert pick_pod_cidr([]) == "10.88.0.0/16"
+    assert pick_pod_cidr(["10.88.0.0/16", "10.89.3.0/24", "192.0.2.0/24"]) == "10.90.0.0/16"
+    with pytest.raises(RuntimeError, match="no free /16"):
+        pick_pod_cidr(["10.0.0.0/8"])
+    with pytest.raises(ValueError, match="too long for a unix socket"):
+        NodeLayout(tmp_path / ("x" * 90), 0).check()
+
+
+def test_pod_placement_selects_and_tolerates() -> None:
+    spec = pod_placement("hs-real-1")
+    assert spec["nodeSelector"] == {NODE_KIND_LABEL: "real", "kubernetes.io/hostname": "hs-real-1"}
+    assert spec["tolerations"][0]["key"] == TAINT_KEY and spec["tolerations"][0]["effect"] == "NoSchedule"
+
+
+def test_mountinfo_escapes_are_decoded() -> None:
+    assert teardown_mod._unescape(r"/tmp/a\040b\011c") == "/tmp/a b\tc"
+
+
+def test_node_layouts_found_from_dirs(tmp_path: Path) -> None:
+    for name in ("hs-real-0", "hs-real-2", "hs-real-x", "images"):
+        (tmp_path / "real" / name).mkdir(parents=True)
+    assert [n.name for n in teardown_mod.node_layouts(tmp_path)] == ["hs-real-0", "hs-real-2"]
+
+
+def test_check_can_run_names_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(pool_mod.RealNodeError, match="need root"):
+        pool_mod.check_can_run(tmp_path / "kubelet")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(pool_mod.RealNodeError, match=r"missing binary .*kubelet.*make setup-test"):
+        pool_mod.check_can_run(tmp_path / "kubelet")
+    kubelet = tmp_path / "kubelet"
+    kubelet.write_text("#!/bin/sh\n")
+    kubelet.chmod(0o755)
+    monkeypatch.setattr(pool_mod, "REQUIREMENTS", (("runc", "runc-not-here-xyz", "runc"),))
+    with pytest.raises(pool_mod.RealNodeError, match="Debian package runc"):
+        pool_mod.check_can_run(kubelet)
+
+
+def test_kubelet_is_cached_beside_the_control_plane_without_rebuilding_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    kube_dir = bins_mod.binaries(tmp_path).kube_apiserver.parent
+    kube_dir.mkdir(parents=True)
+    assert bins_mod.kubelet_binary(tmp_path) == kube_dir / "kubelet"
+    built: list[list[str]] = []
+
+    def fake_build(final_dir: Path, gomod: str, packages: list[str], ldflags: str, what: str, progress: object,
+                   rename: object = None) -> None:
+        built.append(packages)
+        final_dir.mkdir(parents=True)
+        for pkg in packages:
+            out = final_dir / pkg.rsplit("/", 1)[1]
+            out.write_text("binary")
+            out.chmod(0o755)
+        (final_dir / "BUILD-INFO.json").write_text("{}")
+
+    monkeypatch.setattr(bins_mod, "_build_into", fake_build)
+    monkeypatch.setattr(bins_mod, "_kubernetes_gomod", lambda: "module k8s.io/kubernetes\n\tk8s.io/api v0.0.0\n")
+    (kube_dir / "kube-apiserver").write_text("cached")
+    assert bins_mod.ensure_kubelet(root=tmp_path) == kube_dir / "kubelet"
+    assert built == [["k8s.io/kubernetes/cmd/kubelet"]]
+    assert (kube_dir / "kube-apiserver").read_text() == "cached"  # the control plane was not touched
+    assert (kube_dir / "BUILD-INFO-kubelet.json").exists()
+    assert bins_mod.ensure_kubelet(root=tmp_path) == kube_dir / "kubelet"
+    assert len(built) == 1  # cached: no second build
