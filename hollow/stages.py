@@ -214,8 +214,7 @@ class PodFacts:
         has_startup_probe: some container has a startup probe (``started`` is false until Ready).
         containers_ready: the ContainersReady condition is True.
         resources: ``spec.containers[i].resources`` (the objects themselves, not copies; None when unset).
-        volume_mounts: ``spec.containers[i].volumeMounts`` (likewise).
-        init_resources, init_volume_mounts: the same for ``spec.initContainers``.
+        init_resources: the same for ``spec.initContainers``.
         pod_resources: ``spec.resources`` (pod-level resources) or None.
     """
 
@@ -243,9 +242,7 @@ class PodFacts:
     has_startup_probe: bool = False
     containers_ready: bool = False
     resources: tuple[dict[str, Any] | None, ...] = ()
-    volume_mounts: tuple[list[dict[str, Any]] | None, ...] = ()
     init_resources: tuple[dict[str, Any] | None, ...] = ()
-    init_volume_mounts: tuple[list[dict[str, Any]] | None, ...] = ()
     pod_resources: dict[str, Any] | None = None
 
 
@@ -320,9 +317,7 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         has_startup_probe=startup,
         containers_ready=containers_ready,
         resources=tuple(c.get("resources") for c in containers),
-        volume_mounts=tuple(c.get("volumeMounts") for c in containers),
         init_resources=tuple(c.get("resources") for c in inits),
-        init_volume_mounts=tuple(c.get("volumeMounts") for c in inits),
         pod_resources=spec.get("resources"),
     )
 
