@@ -149,11 +149,17 @@ class Runner:
             d = Path(c.dir) if c.dir else REPO / ".hollowscale" / ("cluster" if c.profile == "default" else f"cluster-{c.profile}")
             if self.sc.variant and not c.dir:  # each variant on a fresh cluster of its own
                 d = self.run_dir / "cluster"
-            self.local = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue)
+            self.local = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue,
+                                      real_nodes=c.real_nodes)
             info = self.local.up(progress=self.progress.log, timeout_s=240)
             if info.profile != c.profile:
                 raise RuntimeError(f"the running cluster in {d} has profile {info.profile!r}, the scenario asks for "
                                    f"{c.profile!r}; stop it (hollowscale cluster down --dir {d}) or set cluster.dir")
+            missing = c.real_nodes - len(info.real_nodes)
+            if info.reused and missing > 0:  # a running cluster with fewer real nodes than the scenario asks
+                self.progress.log(f"adding {missing} real node(s) to the running cluster")
+                self.local.add_real_nodes(missing, progress=self.progress.log, timeout_s=180)
+                info = self.local.info() or info
             self.cluster_info = info
             self.cluster_started = not info.reused
             self.kubeconfig = Path(info.kubeconfig)
