@@ -91,6 +91,13 @@ def serve(args: argparse.Namespace, inventory: Inventory, stop: threading.Event)
     """Run the plugin until ``stop`` is set; always removes the socket."""
     settings = PluginSettings(kubelet_root=args.kubelet_root.absolute(), node=args.node, resource=args.resource)
     driver = find_driver_files(inventory.dev_root) if inventory.real else None
+    if driver is not None:
+        log.info("driver files: devices %s, libraries %s, nvidia-smi %s", list(driver.control_devices),
+                 sorted(driver.libraries), driver.nvidia_smi)
+        missing = [f"/dev/nvidia{g.minor}" for g in inventory.gpus
+                   if g.minor is not None and not (inventory.dev_root / f"nvidia{g.minor}").exists()]
+        if missing:  # containers given these would fail to start (the runtime cannot create the node)
+            log.warning("device files missing on this host: %s (is the NVIDIA driver loaded?)", missing)
     server = PluginServer(settings, inventory, driver)
     watcher = HealthWatcher(server.state, args.health_interval, args.health_file,
                             probe_real if inventory.real else None)

@@ -116,3 +116,70 @@ def test_runs_until_sigterm_then_removes_its_socket(kubelet_root: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _fake_nvidia_smi(bin_dir: Path, csv_file: Path) -> None:
+    """An ``nvidia-smi`` that answers ``--query-gpu`` from ``csv_file`` (this machine has no driver): the
+    plugin's real-GPU wiring (discovery, IDs, model label, health probe) without a GPU."""
+    bin_dir.mkdir()
+    script = bin_dir / "nvidia-smi"
+    script.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) exec cat {csv_file};; esac\nexit 9\n')
+    script.chmod(0o755)
+
+
+def test_real_mode_serves_the_uuids_nvidia_smi_lists(kubelet_root: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "gpus.csv"
+    csv.write_text("0, GPU-0a, NVIDIA H200, 00000000:18:00.0\n1, GPU-1b, NVIDIA H200, 00000000:2A:00.0\n")
+    _fake_nvidia_smi(tmp_path / "bin", csv)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    labels = run_cli("--kubelet-root", str(kubelet_root), "--node", "n", "--print-node-labels", env=env)
+    assert labels.returncode == 0, labels.stderr
+    assert labels.stdout.strip() == "nvidia.com/gpu.product=NVIDIA-H200,nvidia.com/gpu.count=2"
+    socket_path = kubelet_root / "plugins_registry" / "nvidia.com_gpu.sock"
+    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.deviceplugin", "--kubelet-root", str(kubelet_root),
+                             "--node", "n", "--real"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not socket_path.is_socket():
+            assert proc.poll() is None, f"plugin exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+            assert time.monotonic() < deadline, "plugin socket did not appear within 30 s"
+            time.sleep(0.1)
+        with grpc.insecure_channel(f"unix://{socket_path}") as ch:
+            stream = dp_grpc.DevicePluginStub(ch).ListAndWatch(dp.Empty(), timeout=10)
+            assert [(d.ID, d.health) for d in next(stream).devices] == [("GPU-0a", "Healthy"), ("GPU-1b", "Healthy")]
+            req = dp.AllocateRequest()
+            req.container_requests.add(devices_ids=["GPU-1b"])
+            share = dp_grpc.DevicePluginStub(ch).Allocate(req, timeout=10).container_responses[0]
+            assert share.envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-1b"
+            # no /proc/driver/nvidia here: the minor falls back to nvidia-smi's index
+            assert [d.container_path for d in share.devices][:1] == ["/dev/nvidia1"]
+            stream.cancel()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_real_health_probe_marks_a_vanished_gpu_unhealthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hollowscale.deviceplugin.health import HealthWatcher, probe_real
+    from hollowscale.deviceplugin.inventory import real_inventory
+    from hollowscale.deviceplugin.server import DeviceState
+
+    csv = tmp_path / "gpus.csv"
+    csv.write_text("0, GPU-0a, NVIDIA H200, 00000000:18:00.0\n1, GPU-1b, NVIDIA H200, 00000000:2A:00.0\n")
+    _fake_nvidia_smi(tmp_path / "bin", csv)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    state = DeviceState(real_inventory())
+    watcher = HealthWatcher(state, interval_s=0.05, probe=probe_real, probe_interval_s=0.05)
+    watcher.poll_once()
+    assert state.unhealthy() == set()
+    csv.write_text("0, GPU-0a, NVIDIA H200, 00000000:18:00.0\n")  # GPU-1b fell off the bus
+    time.sleep(0.06)
+    watcher.poll_once()
+    assert state.unhealthy() == {"GPU-1b"}
+    csv.write_text("garbage\n")  # nvidia-smi answering nonsense: nothing is known healthy
+    time.sleep(0.06)
+    watcher.poll_once()
+    assert state.unhealthy() == {"GPU-0a", "GPU-1b"}
