@@ -104,6 +104,8 @@ class Recorder:
         self.namespace = namespace
         self.statuses: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.deleted: set[str] = set()
+        #: each pod as first seen (metadata and spec as admitted: defaults, service-account volume)
+        self.first: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.error: str | None = None
@@ -133,6 +135,7 @@ class Recorder:
                 rv = obj["metadata"]["resourceVersion"]
                 name = obj["metadata"]["name"]
                 with self.lock:
+                    self.first.setdefault(name, {"metadata": obj["metadata"], "spec": obj["spec"]})
                     seq = self.statuses[name]
                     if not seq or seq[-1] != obj.get("status"):
                         seq.append(obj.get("status") or {})
@@ -230,7 +233,7 @@ def recorded(sides: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]
         for case in CASES:
             (RECORDED / f"{case.name}.json").write_text(json.dumps({
                 "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "kubernetes": "v1.36.3", "pod": pod_manifest(case, "real", sides["real"]),
+                "kubernetes": "v1.36.3", "pod": rec.first[f"{case.name}-real"],
                 # deleted (grace in seconds) as soon as the watch showed it Ready
                 **({"delete_grace": case.delete_grace, "delete_after_ready_s": 0}
                    if case.delete_grace is not None else {}),

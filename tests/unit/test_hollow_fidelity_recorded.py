@@ -1,7 +1,7 @@
 """The agent's current code against statuses recorded from a real kubelet (v1.36.3), offline.
 
 ``tests/fixtures/hollow/fidelity/<case>.json`` hold, per case of tests/integration/test_hollow_fidelity.py,
-the pod spec and every status the real kubelet's node published for it (recorded by that test with
+the pod as the apiserver admitted it (metadata and spec) and every status the real kubelet published for it (recorded by that test with
 ``HOLLOW_RECORD_FIDELITY=1``; nothing in them is written by hand).  Here the pod controller runs the
 same pod on a fake clock; each status patch it sends is applied to the pod as the apiserver would
 (strategic merge: conditions by type, other lists replaced, null deletes), and the resulting timeline
@@ -88,7 +88,7 @@ def _first_scheduled(real: list[dict[str, Any]]) -> dict[str, Any]:
 async def _hollow_timeline(doc: dict[str, Any]) -> list[dict[str, Any]]:
     real = doc["real"]
     spec = doc["pod"]
-    pod = {"metadata": {**spec["metadata"], "uid": "0000-recorded", "namespace": "ns", "generation": 1},
+    pod = {"metadata": {**spec["metadata"], "uid": "0000-recorded", "namespace": "ns"},
            "spec": {**spec["spec"], "nodeName": "g-0"}, "status": _first_scheduled(real)}
     scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
     clock = FakeClock(parse_rfc3339(scheduled["lastTransitionTime"]))
