@@ -30,29 +30,30 @@ __all__ = [
 
 DEFAULT_IMAGES = ("pause", "busybox", "distill")
 
-_RECIPES: dict[str, Callable[[], Recipe]] = {
-    "pause": pause_recipe,
-    "busybox": busybox_recipe,
-    "distill": lambda: distill_recipe(gpu=has_nvidia_gpu()),
-    "distill-cpu": lambda: distill_recipe(gpu=False),
-    "distill-gpu": lambda: distill_recipe(gpu=True),
+_RECIPES: dict[str, Callable[[Path], Recipe]] = {
+    "pause": lambda _root: pause_recipe(),
+    "busybox": lambda _root: busybox_recipe(),
+    "distill": lambda root: distill_recipe(gpu=has_nvidia_gpu(), ldd_cache=root / "ldd.json"),
+    "distill-cpu": lambda root: distill_recipe(gpu=False, ldd_cache=root / "ldd.json"),
+    "distill-gpu": lambda root: distill_recipe(gpu=True, ldd_cache=root / "ldd.json"),
 }
 IMAGE_NAMES = tuple(_RECIPES)
 
 
-def recipe_for(name: str) -> Recipe:
-    """The recipe of image ``name``; an unknown name is an :class:`ImageError` listing the known ones."""
+def recipe_for(name: str, cache: Path | None = None) -> Recipe:
+    """The recipe of image ``name``; an unknown name is an :class:`ImageError` listing the known ones.
+    ``cache``: the image cache root (the distill recipe remembers ``ldd`` answers there)."""
     try:
         factory = _RECIPES[name]
     except KeyError:
         raise ImageError(f"unknown image {name!r}: expected one of {', '.join(IMAGE_NAMES)}") from None
-    return factory()
+    return factory(cache or images_cache_root())
 
 
 def build_images(names: Sequence[str] = DEFAULT_IMAGES, progress: ProgressFn | None = None,
                  cache: Path | None = None) -> list[BuiltImage]:
     """Build (or take from the cache) the images ``names``, in order; ``cache`` defaults to
     ``cache_root() / "images"``. Raises :class:`ImageError` with what failed and where."""
-    recipes = [recipe_for(name) for name in names]  # every name checked before anything is built
     root = cache or images_cache_root()
+    recipes = [recipe_for(name, root) for name in names]  # every name checked before anything is built
     return [build_recipe(recipe, root, progress) for recipe in recipes]

@@ -43,6 +43,9 @@ def present_images(ctr: str, address: Path, namespace: str = "k8s.io") -> dict[s
 def import_images(images: Sequence[BuiltImage], ctr: str, address: Path, namespace: str = "k8s.io") -> None:
     """Import ``images`` into the containerd at ``address``; those already there (same name and
     digest) are skipped, so calling it again is cheap and harmless."""
+    if not address.is_socket():
+        raise ImageError(f"no containerd socket at {address}: start containerd first "
+                         "(`hollowscale cluster up --real-nodes N` starts one under the cluster dir)")
     present = present_images(ctr, address, namespace)
     for image in images:
         if present.get(image.name) == image.digest:

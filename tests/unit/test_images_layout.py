@@ -256,3 +256,10 @@ def test_pause_compile_error_is_clear(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(pause_mod, "PAUSE_C", "int main(void) { return undefined_thing; }\n")
     with pytest.raises(pause_mod.CompileError, match="gcc failed to build the pause program"):
         pause_mod.compile_pause(tmp_path)
+
+
+def test_import_without_a_containerd_socket_fails_clearly(small_images: list[BuiltImage], tmp_path: Path) -> None:
+    from hollowscale.images import import_images
+
+    with pytest.raises(ImageError, match=r"no containerd socket at .*no\.sock"):
+        import_images(small_images, "ctr", tmp_path / "no.sock")
