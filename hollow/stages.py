@@ -316,8 +316,8 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         ready_delay=ready_delay,
         has_startup_probe=startup,
         containers_ready=containers_ready,
-        resources=tuple(c.get("resources") for c in containers),
-        init_resources=tuple(c.get("resources") for c in inits),
+        resources=tuple([c.get("resources") for c in containers]),
+        init_resources=tuple([c.get("resources") for c in inits]) if inits else (),
         pod_resources=spec.get("resources"),
     )
 
