@@ -13,7 +13,9 @@ own pod-resources socket:
 5. a plugin killed with SIGKILL takes the devices away; restarted, it replaces its stale socket, the
    devices come back under the same IDs, and the kubelet still counts the first pod's two as taken: a new
    1-GPU pod gets the third;
-6. after SIGTERM the plugin's socket is gone and ``allocatable`` drops to 0.
+6. the kubelet restarts: it finds the socket again, re-registers the plugin and restores both pods'
+   allocations from its checkpoint;
+7. after SIGTERM the plugin's socket is gone and ``allocatable`` drops to 0.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import grpc
 import pytest
 from waiting import wait_until
 
+from hollowscale.cluster import supervisor
 from hollowscale.cluster.realnode import pod_placement
 from hollowscale.deviceplugin._generated import podresources_v1_pb2 as pr
 from hollowscale.deviceplugin._generated import podresources_v1_pb2_grpc as pr_grpc
@@ -51,6 +54,7 @@ RESOURCE = "nvidia.com/gpu"
 class Node:
     name: str
     kubelet_root: Path
+    cluster_dir: Path
 
 
 class Kube:
@@ -117,7 +121,7 @@ def gpu_node(real_cluster: Any) -> Node:
         pytest.fail("the real_cluster fixture has no real node without fake GPUs: this test needs one to run "
                     "its own plugin on", pytrace=False)
     info = plain[0]
-    return Node(name=info.name, kubelet_root=Path(info.root_dir))
+    return Node(name=info.name, kubelet_root=Path(info.root_dir), cluster_dir=Path(real_cluster.dir))
 
 
 @pytest.fixture(scope="module")
@@ -208,9 +212,25 @@ def test_fake_gpus_through_a_real_kubelet(gpu_node: Node, kube: Kube, namespace:
         assert _allocated_by_kubelet(gpu_node, namespace, "one") == sorted(set(ids) - set(in_env))
         assert "removed stale socket" in log_file.read_text()
 
+        # 6. the kubelet restarts (the plugin keeps running): its plugin watcher finds the socket again and
+        #    re-registers it; the allocations come back from the kubelet's checkpoint
+        supervisor.request(gpu_node.cluster_dir, "restart", f"{node}-kubelet")
+        wait_until("the restarted kubelet re-registers the plugin",
+                   lambda: log_file.read_text().count("registered with the kubelet") == 3, timeout=120)
+        wait_until(f"allocatable {GPUS} after the kubelet restart", lambda: _gpus(kube, node) == GPUS, timeout=90)
+
+        def restored() -> bool:
+            try:
+                return (sorted(_allocated_by_kubelet(gpu_node, namespace, "two")) == sorted(in_env)
+                        and _allocated_by_kubelet(gpu_node, namespace, "one") == sorted(set(ids) - set(in_env)))
+            except (AssertionError, grpc.RpcError):  # pod-resources not serving yet, or the pods not synced yet
+                return False
+
+        wait_until("both pods' devices in the restarted kubelet's pod-resources", restored, timeout=60)
+
         kube.run("delete", "pod", "two", "one", "-n", namespace, "--wait=true", "--timeout=60s")
 
-        # 6. the plugin stops: socket gone, no GPU allocatable any more
+        # 7. the plugin stops: socket gone, no GPU allocatable any more
         plugin.send_signal(signal.SIGTERM)
         assert plugin.wait(timeout=20) == 0, log_file.read_text()
         assert not socket_path.exists()
