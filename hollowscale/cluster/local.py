@@ -30,6 +30,7 @@ kubelet client certificate (``system:masters``) and prefers nodes' InternalIP, s
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import json
 import os
@@ -359,6 +360,10 @@ class LocalCluster:
             if existing.complete and not dead:
                 self._check_features(existing)
                 say(f"cluster already running in {self.dir} (profile {existing.profile}); reusing it")
+                missing_nodes = self.real_nodes.count - len(existing.real_nodes.get("nodes", []))
+                if missing_nodes > 0:  # up is idempotent: it adds the real nodes asked for and not there yet
+                    self.add_real_nodes(dataclasses.replace(self.real_nodes, count=missing_nodes), say, timeout_s)
+                    existing = self._load_state() or existing
                 return self._info(existing, reused=True)
             reason = (f"{', '.join(dead)} exited" if dead else "an earlier start did not finish")
             raise ClusterError(

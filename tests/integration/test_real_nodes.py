@@ -8,6 +8,7 @@ share the session's real node (``real_cluster``); the last starts and stops a cl
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import time
@@ -21,8 +22,8 @@ import pytest
 from waiting import wait_until
 
 from hollowscale.cluster.binaries import binaries
-from hollowscale.cluster.local import ClusterInfo, LocalCluster
-from hollowscale.cluster.realnode import host, leftovers, pod_placement
+from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
+from hollowscale.cluster.realnode import RealNodeSettings, host, leftovers, pod_placement
 from hollowscale.cluster.realnode.teardown import mounts_under, shims_of
 from hollowscale.images import BUSYBOX_IMAGE
 
@@ -108,7 +109,7 @@ def test_jobs_complete_and_logs_are_readable(kubectl: list[str], ns: str, node: 
     apply(kubectl, ns, job("hostnet", "echo hostnet-says-hi", node, hostNetwork=True),
           job("podnet", "echo podnet-says-hi; ip -4 route", node))
     for name in ("hostnet", "podnet"):
-        assert wait_until(f"job {name} to finish", lambda n=name: job_done(kubectl, ns, n),  # type: ignore[misc]
+        assert wait_until(f"job {name} to finish", functools.partial(job_done, kubectl, ns, name),
                           timeout=90) == "Complete"
     pods = get(kubectl, ns, "pods", "-l", "job-name=podnet")["items"]
     assert [p["spec"]["nodeName"] for p in pods] == [node]
@@ -210,30 +211,47 @@ def _iptables() -> str:
     return "\n".join(sorted(line.split(" [")[0] for line in out.stdout.splitlines() if not line.startswith("#")))
 
 
-def test_down_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Its own cluster: up with a real node, pods on the bridge and on the host network, then down."""
+def test_two_nodes_with_fake_gpus_share_the_bridge_and_down_leaves_nothing(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Its own cluster with two real nodes (fake GPUs through the device-plugin hook): a pod on one node
+    reaches a pod on the other over the bridge; then ``down`` leaves no process, shim, mount, network
+    namespace, bridge, veth, iptables rule or host claim of ours."""
     cluster_dir = tmp_path_factory.mktemp("realdown") / "c"
     before = _iptables()
-    local = LocalCluster(cluster_dir, real_nodes=1)
+    local = LocalCluster(cluster_dir, real_nodes=RealNodeSettings(count=2, fake_gpus=2, gpu_model="fake-h100"))
     info = local.up(timeout_s=180)
     try:
         kubectl = [str(binaries().kubectl), f"--kubeconfig={info.kubeconfig}"]
-        run(kubectl, "create", "namespace", "leftovers")
-        wait_until("the default ServiceAccount", lambda: run(kubectl, "-n", "leftovers", "get", "sa", "default",
+        assert [n.name for n in info.real_nodes] == ["hs-real-0", "hs-real-1"]
+        assert len({n.kubelet_port for n in info.real_nodes}) == 2
+        assert all(f"{n.name}-deviceplugin" in n.components for n in info.real_nodes)
+
+        def two_gpus(node: str) -> bool:
+            doc = json.loads(run(kubectl, "get", "node", node, "-o", "json"))
+            return str(doc["status"].get("allocatable", {}).get("nvidia.com/gpu", "0")) == "2"
+
+        for n in info.real_nodes:
+            wait_until(f"{n.name} to advertise 2 fake GPUs", functools.partial(two_gpus, n.name), timeout=60)
+        ns = "leftovers"
+        run(kubectl, "create", "namespace", ns)
+        wait_until("the default ServiceAccount", lambda: run(kubectl, "-n", ns, "get", "sa", "default",
                                                               check=False), timeout=30)
-        node = info.real_nodes[0].name
-        hostnet = web_deployment("hostnet", node, "x")
+        marker = f"across-{uuid.uuid4().hex[:6]}"
+        hostnet = web_deployment("hostnet", "hs-real-1", "x")
         hostnet["spec"]["template"]["spec"]["hostNetwork"] = True
         hostnet["spec"]["template"]["spec"]["containers"][0]["command"][2] = "exec sleep 3600"
         del hostnet["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
-        apply(kubectl, "leftovers", web_deployment("web", node, "x"), hostnet)
+        apply(kubectl, ns, web_deployment("web", "hs-real-0", marker), hostnet)
         for name in ("web", "hostnet"):
-            run(kubectl, "-n", "leftovers", "rollout", "status", f"deploy/{name}", "--timeout=90s")
-        socket = Path(info.real_nodes[0].containerd_socket)
-        shims = [(pid, _start(pid)) for pid in shims_of(socket)]
-        assert shims, "the pods run under shims of the node's containerd"
+            run(kubectl, "-n", ns, "rollout", "status", f"deploy/{name}", "--timeout=90s")
+        (web,) = get(kubectl, ns, "pods", "-l", "app=web")["items"]
+        apply(kubectl, ns, job("across", f"wget -q -O - http://{web['status']['podIP']}:8080/index.html", "hs-real-1"))
+        assert wait_until("the cross-node client", lambda: job_done(kubectl, ns, "across"), timeout=90) == "Complete"
+        assert marker in run(kubectl, "-n", ns, "logs", "job/across")
+        shims = [(pid, _start(pid)) for n in info.real_nodes for pid in shims_of(Path(n.containerd_socket))]
+        assert shims, "the pods run under shims of the nodes' containerds"
         assert mounts_under(cluster_dir), "the pods' rootfs and network namespaces are mounted under the dir"
-        assert info.pod_network is not None and host.link_exists(info.pod_network["bridge"])
+        assert info.pod_network is not None and host.bridge_ports(info.pod_network["bridge"])
     finally:
         local.down()
     assert leftovers(cluster_dir) == []
@@ -242,3 +260,16 @@ def test_down_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) ->
     assert _iptables() == before, "iptables changed"
     if not host.claimants():  # the last real-node cluster of the machine restores the shared state
         assert not host.CLAIM_FILE.exists()
+
+
+def test_a_failed_up_names_the_node_and_leaves_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A kubelet that exits at start fails ``up`` with its name, reason and log; everything started is gone."""
+    work = tmp_path_factory.mktemp("realfail")
+    broken = work / "kubelet"
+    broken.write_text("#!/bin/sh\necho 'E0101 failed to run Kubelet: refused by this test' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    cluster_dir = work / "c"
+    with pytest.raises(ClusterError, match=r"hs-real-0-kubelet exited at start \(code 3\).*refused by this test"):
+        LocalCluster(cluster_dir, real_nodes=1, kubelet_bin=broken).up(timeout_s=180)
+    assert leftovers(cluster_dir) == []
+    assert not cluster_dir.exists()
