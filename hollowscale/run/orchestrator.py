@@ -112,6 +112,7 @@ class Runner:
         self.incomplete_reason: str | None = None
         self.errors: list[str] = []
         self.distill: DistillJobs | None = None
+        self.kind: Any = None  # the kind cluster of a ``backend: kind`` run
 
     # ------------------------------------------------------------------------------------ helpers
     def _phase(self, name: str) -> None:
@@ -166,6 +167,12 @@ class Runner:
             if self.cluster_started:
                 for name, pid in info.pids.items():
                     self.children.note(f"cluster:{name}", pid)
+            self.endpoint = load_endpoint(self.kubeconfig)
+        elif c.backend == "kind":
+            from hollowscale.cluster.kind import KindSettings, ensure_kind_cluster
+
+            self.kind = ensure_kind_cluster(KindSettings(kubeconfig=self.run_dir / "kubeconfig"))
+            self.kubeconfig = self.kind.kubeconfig
             self.endpoint = load_endpoint(self.kubeconfig)
         else:  # the scenario's kubeconfig, else $KUBECONFIG (a list is merged), else ~/.kube/config
             path = c.kubeconfig_path()
@@ -436,6 +443,11 @@ class Runner:
         if self.local is not None and self.cluster_started and not self.keep_cluster:
             self.progress.log("stopping the local cluster this run started")
             self.local.down()
+        if self.kind is not None and self.kind.created and not self.keep_cluster:
+            from hollowscale.cluster.kind import delete_kind_cluster
+
+            self.progress.log(f"deleting the kind cluster {self.kind.name} this run created")
+            delete_kind_cluster(self.kind)
 
     # ------------------------------------------------------------------------------------ main
     def run(self) -> int:

@@ -99,7 +99,10 @@ class ClusterSpec(Spec):
     """Where the run happens.
 
     Attributes:
-        backend: ``local`` (processes started by hollowscale), ``kind`` or ``existing`` (any kubeconfig).
+        backend: ``local`` (processes started by hollowscale), ``kind`` (a kind cluster named
+            ``hollowscale`` from ``kind-config.yaml``, created when absent and deleted after only then;
+            the distill image is loaded into it; needs the kind CLI and Docker) or ``existing``
+            (any kubeconfig).
         profile: ``default`` keeps upstream limits, ``scale`` lifts client QPS and in-flight limits.
         kubeconfig: for ``kind``/``existing``; when absent, ``$KUBECONFIG`` then ``~/.kube/config``.
         dir: local cluster folder (default ``.hollowscale/cluster`` for the default profile,
@@ -143,7 +146,8 @@ class ClusterSpec(Spec):
 
     @model_validator(mode="after")
     def _kubeconfig_available(self) -> ClusterSpec:
-        if self.backend != "local" and self.kubeconfig_path() is None:
+        # kind writes its own kubeconfig (into the run folder); an existing cluster needs one
+        if self.backend == "existing" and self.kubeconfig_path() is None:
             raise_problems("cluster", [(("kubeconfig",), f"is required when backend is '{self.backend}' and neither "
                                                          "$KUBECONFIG nor ~/.kube/config is there")])
         return self

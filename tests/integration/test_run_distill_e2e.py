@@ -9,8 +9,10 @@ scenarios/distill-e2e.yaml`; here the training is cut to one short epoch so the 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
-def short_scenario(tmp_path: Path) -> Path:
+def short_scenario(tmp_path: Path, cluster_dir: Path) -> Path:
     doc = yaml.safe_load((ROOT / "scenarios" / "distill-e2e.yaml").read_text())
-    doc["cluster"]["dir"] = str(tmp_path / "cluster")
+    doc["cluster"]["dir"] = str(cluster_dir)
     doc["cluster"]["namespace"] = "distill-e2e-test"
     for pool, count in zip(doc["pools"], (40, 30, 30), strict=True):
         pool["count"] = count
@@ -43,8 +45,14 @@ def short_scenario(tmp_path: Path) -> Path:
 
 def test_distill_e2e_short(tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(short_scenario(tmp_path)), "--out", str(out),
-                        "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    # a short cluster dir: the real nodes' containerd sockets live under it (unix socket paths are short)
+    cluster_dir = Path(tempfile.mkdtemp(prefix="hs-e2e-", dir="/tmp")) / "c"
+    try:
+        r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(short_scenario(tmp_path, cluster_dir)),
+                            "--out", str(out), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    finally:
+        leftover = cluster_dir.exists()
+        shutil.rmtree(cluster_dir.parent, ignore_errors=True)
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"], (summary.get("incomplete_reason"), summary.get("errors"), r.stdout[-3000:], r.stderr[-3000:])
@@ -73,4 +81,4 @@ def test_distill_e2e_short(tmp_path: Path) -> None:
     # nothing of the run is left behind: its processes, and (the cluster it started being down) no cluster dir
     reg = json.loads((run_dir / "pids.json").read_text())
     assert not [c for c in reg["children"] if alive(c["pid"])]
-    assert not (tmp_path / "cluster").exists()
+    assert not leftover
