@@ -24,7 +24,7 @@ from waiting import wait_until
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
 from hollowscale.cluster.realnode import RealNodeSettings, host, leftovers, pod_placement
-from hollowscale.cluster.realnode.teardown import mounts_under, shims_of
+from hollowscale.cluster.realnode.teardown import known_tasks, mounts_under, shims_of
 from hollowscale.images import BUSYBOX_IMAGE
 
 pytestmark = pytest.mark.integration
@@ -252,9 +252,11 @@ def test_two_nodes_with_fake_gpus_share_the_bridge_and_down_leaves_nothing(
         assert shims, "the pods run under shims of the nodes' containerds"
         assert mounts_under(cluster_dir), "the pods' rootfs and network namespaces are mounted under the dir"
         assert info.pod_network is not None and host.bridge_ports(info.pod_network["bridge"])
+        tasks = known_tasks(cluster_dir)
+        assert len(tasks) >= 4  # 3 pods: sandboxes and containers
     finally:
         local.down()
-    assert leftovers(cluster_dir) == []
+    assert leftovers(cluster_dir, tasks) == []
     assert not [pid for pid, started in shims if _start(pid) == started], "a shim still runs"
     assert not cluster_dir.exists()
     assert _iptables() == before, "iptables changed"

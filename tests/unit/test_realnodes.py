@@ -44,12 +44,14 @@ def test_containerd_config_is_valid_toml_with_the_settings_this_machine_needs(tm
     assert cri["netns_mounts_under_state_dir"] is True
     assert cri["cni"]["conf_dir"] == str(lay.cni_conf_dir) and cri["cni"]["bin_dir"] == "/usr/lib/cni"
     assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    assert cri["containerd"]["runtimes"]["runc"]["options"]["Root"].startswith(str(lay.containerd_state))
     # nothing of containerd's defaults outside the node dir
     assert doc["plugins"]["io.containerd.internal.v1.opt"]["path"].startswith(str(lay.base))
 
 
 def test_cni_conflist_keeps_traffic_on_the_bridge(tmp_path: Path) -> None:
     conf = render.cni_conflist(layout(tmp_path, 2), NET)
+    assert conf["name"] == "hollowscale-0123abcd"  # per cluster, like the bridge: its libcni cache is ours
     (bridge,) = conf["plugins"]
     assert bridge["type"] == "bridge" and bridge["bridge"] == NET.bridge
     assert bridge["ipMasq"] is False and bridge["isGateway"] is False and bridge["isDefaultGateway"] is False
@@ -177,3 +179,20 @@ def test_kubelet_is_cached_beside_the_control_plane_without_rebuilding_it(tmp_pa
     assert (kube_dir / "BUILD-INFO-kubelet.json").exists()
     assert bins_mod.ensure_kubelet(root=tmp_path) == kube_dir / "kubelet"
     assert len(built) == 1  # cached: no second build
+
+
+def test_cni_cache_entries_are_only_ours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(teardown_mod, "CNI_CACHE", tmp_path)
+    for name in ("hollowscale-0123abcd-aaa-eth0", "cni-loopback-aaa-lo", "cni-loopback-bbb-lo",
+                 "hollowscale-99999999-bbb-eth0", "other-net-ccc-eth0"):
+        (tmp_path / name).write_text("{}")
+    got = teardown_mod.cni_cache_entries(NET.cni_name, {"aaa"})
+    assert [p.name for p in got] == ["cni-loopback-aaa-lo", "hollowscale-0123abcd-aaa-eth0"]
+
+
+def test_shim_socket_path_is_containerds() -> None:
+    """The socket of a shim, as containerd 1.6 names it (observed on this machine for a sandbox)."""
+    lay = NodeLayout(Path("/tmp/pytest-of-root/pytest-190/cluster0/cp"), 0)
+    task = "90c4b9ea37cc423148c6f0906127019e354612570af71637b0040974057400fc"
+    assert teardown_mod.shim_socket(lay, task) == Path(
+        "/run/containerd/s/924358061002cfb134aa5935b3f5019e1e7518cb4cba0e762bad2fcbd8e00731")

@@ -11,7 +11,8 @@ Two kinds of change:
   - ``/var/lib/kubelet/device-plugins/`` (the device manager's socket and checkpoint dir is hard-coded;
     every kubelet on the machine listens on the same ``kubelet.sock`` there and removes the sockets in
     it at start), ``/var/log/containers`` (legacy log symlinks, hard-coded), ``/run/containerd/s``
-    (containerd 1.6 puts every shim's socket there, whatever its state dir) and the ``k8s.io`` cgroups
+    (containerd 1.6 puts every shim's socket there, whatever its state dir), ``/var/lib/cni`` (libcni's
+    result cache, not configurable through containerd 1.6's CRI plugin) and the ``k8s.io`` cgroups
     (runc's default cgroup parent when the kubelet runs without QoS cgroups);
   - the sysctls the kubelet sets at start (``vm.overcommit_memory``, ``kernel.panic``,
     ``kernel.panic_on_oops``, ...: ``protectKernelDefaults: true`` would make it refuse to start
@@ -40,7 +41,7 @@ from hollowscale.cluster.realnode.layout import pick_pod_cidr
 CLAIM_DIR = Path("/run/hollowscale")
 CLAIM_FILE = CLAIM_DIR / "realnodes.json"
 #: host paths the kubelet or containerd create that no flag moves
-SHARED_PATHS = (Path("/var/lib/kubelet"), Path("/var/log/containers"), Path("/run/containerd"))
+SHARED_PATHS = (Path("/var/lib/kubelet"), Path("/var/log/containers"), Path("/run/containerd"), Path("/var/lib/cni"))
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: sysctls the kubelet sets at start (setupKernelTunables) plus the one a CNI gateway would set
 SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",

@@ -69,6 +69,11 @@ class PodNetwork:
         return str(ipaddress.ip_network(self.cidr).network_address + 1)
 
     @property
+    def cni_name(self) -> str:
+        """The CNI network's name, unique per cluster like the bridge (libcni caches results under it)."""
+        return cni_network_name(self.bridge)
+
+    @property
     def prefixlen(self) -> int:
         return ipaddress.ip_network(self.cidr).prefixlen
 
@@ -81,6 +86,11 @@ class PodNetwork:
 def bridge_name(cluster_dir: Path) -> str:
     """``hsbr-<8 hex>``: derived from the cluster dir, so it cannot clash with another cluster's (15 chars max)."""
     return "hsbr-" + hashlib.sha256(str(Path(cluster_dir).absolute()).encode()).hexdigest()[:8]
+
+
+def cni_network_name(bridge: str) -> str:
+    """``hollowscale-<8 hex>``: the CNI network of the cluster whose bridge is ``bridge``."""
+    return "hollowscale-" + bridge.removeprefix("hsbr-")
 
 
 def pick_pod_cidr(used: list[str], supernet: str = POD_SUPERNET) -> str:
@@ -118,6 +128,11 @@ class NodeLayout:
     @property
     def containerd_config(self) -> Path:
         return self.base / "containerd" / "config.toml"
+
+    @property
+    def cri_sandboxes(self) -> Path:
+        """The CRI plugin's dir of pod sandboxes (one dir per sandbox id, removed with the sandbox)."""
+        return self.containerd_root / "io.containerd.grpc.v1.cri" / "sandboxes"
 
     @property
     def containerd_socket(self) -> Path:

@@ -8,10 +8,13 @@ containerd (1.6, CRI plugin), one per node, own root/state/socket:
     ("can't get final child's PID from pipe: EOF").
   * ``netns_mounts_under_state_dir``: pod network namespaces are bind-mounted under the node's state dir,
     not ``/var/run/netns``, so they are ours to find and unmount at ``down``.
-  * ``opt`` plugin path, CNI ``conf_dir``: under the node dir (the defaults write ``/opt/containerd`` and
-    read ``/etc/cni/net.d``); ttrpc/debug/metrics listeners off.
+  * ``opt`` plugin path, CNI ``conf_dir``, runc's state ``Root``: under the node dir (the defaults write
+    ``/opt/containerd``, ``/run/containerd/runc`` and read ``/etc/cni/net.d``); ttrpc/debug/metrics
+    listeners off.  Hard-coded, not movable: shim sockets in ``/run/containerd/s`` (removed by each shim
+    when its task is deleted) and libcni's result cache in ``/var/lib/cni/results`` (a sandbox torn down
+    without CNI DEL leaves its entries: :mod:`.teardown` removes ours).
 
-CNI: ``bridge`` on the project's bridge with ``host-local`` IPAM (data dir under the node dir),
+CNI: network ``hollowscale-<hash>`` (per cluster), ``bridge`` on the project's bridge with ``host-local`` IPAM (data dir under the node dir),
 ``isGateway: false`` (the bridge's gateway address is set by us; with ``isGateway`` the plugin turns on
 ``net.ipv4.ip_forward``), ``ipMasq: false``, no routes: pods get an address in the /16 (so every pod
 of every node is on-link) and no default route.  The CRI plugin adds the ``loopback`` plugin itself.
@@ -43,7 +46,6 @@ from hollowscale.cluster.realnode.layout import (
 )
 
 CNI_BIN_DIR = Path("/usr/lib/cni")
-CNI_NETWORK = "hollowscale"
 #: plugins compiled into Debian's containerd that would only probe the machine (and log errors)
 DISABLED_PLUGINS = (
     "io.containerd.snapshotter.v1.aufs",
@@ -101,6 +103,7 @@ def containerd_config(layout: NodeLayout, pause_image: str) -> str:
         '  runtime_type = "io.containerd.runc.v2"',
         f"{cri[:-1]}.containerd.runtimes.runc.options]",
         "  SystemdCgroup = false",
+        f"  Root = {_q(str(layout.containerd_state / 'runc'))}",
         f"{cri[:-1]}.cni]",
         f"  bin_dir = {_q(str(CNI_BIN_DIR))}",
         f"  conf_dir = {_q(str(layout.cni_conf_dir))}",
@@ -114,7 +117,7 @@ def cni_conflist(layout: NodeLayout, net: PodNetwork) -> dict[str, Any]:
     start, end = net.node_range(layout.index)
     return {
         "cniVersion": "1.0.0",
-        "name": CNI_NETWORK,
+        "name": net.cni_name,
         "plugins": [{
             "type": "bridge",
             "bridge": net.bridge,

@@ -13,14 +13,16 @@ stays when containerd exits.  So, per node:
    ``/dev/shm``, the pod network namespaces under the state dir, the kubelet's root dir that it
    bind-mounts on itself, the tmpfs of projected volumes); a network namespace ends with its last
    mount and process, and its veth pair with it;
-4. delete the bridge (and any veth still on it), remove ``/var/log/containers`` links into our dir,
-   release the host claim (:mod:`hollowscale.cluster.realnode.host`).
+4. delete the bridge (and any veth still on it), remove ``/var/log/containers`` links into our dir and
+   libcni's cached results of our sandboxes (``/var/lib/cni/results``: a sandbox removed without CNI DEL
+   leaves them), release the host claim (:mod:`hollowscale.cluster.realnode.host`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import os
 import signal
 import subprocess
@@ -29,10 +31,12 @@ from pathlib import Path
 
 from hollowscale.cluster.realnode import host
 from hollowscale.cluster.realnode.images import ctr_binary
-from hollowscale.cluster.realnode.layout import NODE_PREFIX, NodeLayout, bridge_name
+from hollowscale.cluster.realnode.layout import NODE_PREFIX, NodeLayout, bridge_name, cni_network_name
 
 MNT_DETACH = 2
 LEGACY_LOG_DIR = Path("/var/log/containers")
+CNI_CACHE = Path("/var/lib/cni/results")
+SHIM_SOCKETS = Path("/run/containerd/s")
 
 
 def node_layouts(cluster_dir: Path) -> list[NodeLayout]:
@@ -138,8 +142,14 @@ def delete_tasks(layout: NodeLayout, containerd: str = "containerd") -> list[str
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and shims_of(layout.containerd_socket):
             time.sleep(0.1)
-        for task in _ctr(layout, "tasks", "ls", "-q").stdout.split():
-            _ctr(layout, "tasks", "delete", "--force", task)
+        # that cleanup runs in containerd after the shim is gone: wait for it before stopping containerd
+        while time.monotonic() < deadline:
+            left = _ctr(layout, "tasks", "ls", "-q").stdout.split()
+            if not left:
+                break
+            for task in left:
+                _ctr(layout, "tasks", "delete", "--force", task, timeout=10)
+            time.sleep(0.2)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -203,6 +213,49 @@ def unmount_all(prefix: Path) -> list[str]:
     return done
 
 
+def sandbox_ids(layouts: list[NodeLayout]) -> set[str]:
+    """Ids of the pod sandboxes the nodes' CRI plugins still hold (their dirs go when a sandbox is removed)."""
+    return {d for lay in layouts for d in _listdir(lay.cri_sandboxes)}
+
+
+def task_ids(layout: NodeLayout) -> set[str]:
+    """Ids of the containers (sandboxes too) that have a task bundle in the node's state dir."""
+    return set(_listdir(layout.containerd_state / "io.containerd.runtime.v2.task" / "k8s.io"))
+
+
+def shim_socket(layout: NodeLayout, task: str) -> Path:
+    """Where containerd 1.6 puts the socket of the shim of ``task`` (``runtime/v2/shim.SocketAddress``):
+    ``/run/containerd/s/<sha256 of <our socket>/<namespace>/<id>>``, whatever the state dir."""
+    digest = hashlib.sha256(f"{layout.containerd_socket}/k8s.io/{task}".encode()).hexdigest()
+    return SHIM_SOCKETS / digest
+
+
+def remove_task_remains(layout: NodeLayout, tasks: set[str]) -> list[str]:
+    """What a killed shim could not clean for ``tasks``: its socket and the containers' empty cgroups."""
+    removed = []
+    for task in sorted(tasks):
+        sock = shim_socket(layout, task)
+        if sock.exists():
+            sock.unlink(missing_ok=True)
+            removed.append(str(sock))
+        for ctl in _listdir(host.CGROUP_ROOT):
+            cgroup = host.CGROUP_ROOT / ctl / "k8s.io" / task
+            if cgroup.is_dir():
+                with contextlib.suppress(OSError):
+                    cgroup.rmdir()  # only an empty cgroup can go; one with processes stays (and shows)
+                    removed.append(str(cgroup))
+    return removed
+
+
+def cni_cache_entries(network: str, sandboxes: set[str]) -> list[Path]:
+    """libcni's cached results of ours: ``<network>-<sandbox>-<ifname>`` and the loopback's of our sandboxes."""
+    out = []
+    for name in _listdir(CNI_CACHE):
+        if name.startswith(f"{network}-") or any(f"-{sid}-" in name for sid in sandboxes):
+            out.append(CNI_CACHE / name)
+    return sorted(out)
+
+
 # ------------------------------------------------------------------------------------------ all
 def tear_down(cluster_dir: Path) -> list[str]:
     """Remove everything real nodes of ``cluster_dir`` left (after their processes were stopped).
@@ -212,13 +265,18 @@ def tear_down(cluster_dir: Path) -> list[str]:
     cluster_dir = Path(cluster_dir).absolute()
     done: list[str] = []
     layouts = node_layouts(cluster_dir)
+    sandboxes = sandbox_ids(layouts)
     for layout in layouts:
+        known = task_ids(layout) | sandbox_ids([layout])
         tasks = delete_tasks(layout)
         if tasks:
             done.append(f"{layout.name}: deleted {len(tasks)} containers")
         killed = kill_shims(layout)
         if killed:
             done.append(f"{layout.name}: killed {len(killed)} leftover shim/container processes")
+        remains = remove_task_remains(layout, known)
+        if remains:
+            done.append(f"{layout.name}: removed {len(remains)} shim sockets and cgroups left by killed shims")
     unmounted = unmount_all(cluster_dir)
     if unmounted:
         done.append(f"unmounted {len(unmounted)} mounts under {cluster_dir}")
@@ -226,6 +284,11 @@ def tear_down(cluster_dir: Path) -> list[str]:
     links = host.delete_bridge(bridge)
     if links:
         done.append(f"deleted links {', '.join(links)}")
+    cached = cni_cache_entries(cni_network_name(bridge), sandboxes)
+    for entry in cached:
+        entry.unlink(missing_ok=True)
+    if cached:
+        done.append(f"removed {len(cached)} CNI cache entries from {CNI_CACHE}")
     for link in _listdir(LEGACY_LOG_DIR):
         path = LEGACY_LOG_DIR / link
         with contextlib.suppress(OSError):
@@ -236,9 +299,17 @@ def tear_down(cluster_dir: Path) -> list[str]:
     return done
 
 
-def leftovers(cluster_dir: Path) -> list[str]:
+def known_tasks(cluster_dir: Path) -> list[tuple[NodeLayout, str]]:
+    """Every (node, container or sandbox id) of the cluster's real nodes now: take it before ``down`` and
+    give it to :func:`leftovers`, which then also looks for their shim sockets and cgroups."""
+    return [(lay, t) for lay in node_layouts(cluster_dir) for t in sorted(task_ids(lay) | sandbox_ids([lay]))]
+
+
+def leftovers(cluster_dir: Path, tasks: list[tuple[NodeLayout, str]] | None = None) -> list[str]:
     """What of ``cluster_dir``'s real nodes is still there: processes (by command line or root dir),
-    mounts, the bridge and its veths, legacy log links, the host claim.  Empty after a clean ``down``.
+    mounts, the bridge and its veths, legacy log links, libcni cache entries, the host claim, and for
+    ``tasks`` (from :func:`known_tasks` before ``down``) their shim sockets and cgroups.  Empty after a
+    clean ``down``.
     """
     cluster_dir = Path(cluster_dir).absolute()
     prefix = str(cluster_dir)
@@ -261,6 +332,12 @@ def leftovers(cluster_dir: Path) -> list[str]:
         with contextlib.suppress(OSError):
             if os.readlink(LEGACY_LOG_DIR / link).startswith(prefix + "/"):
                 found.append(f"log link {LEGACY_LOG_DIR / link}")
+    found += [f"CNI cache entry {e}" for e in cni_cache_entries(cni_network_name(bridge), set())]
     if prefix in host.claimants():
         found.append(f"host claim of {prefix} in {host.CLAIM_FILE}")
+    for layout, task in tasks or []:
+        if shim_socket(layout, task).exists():
+            found.append(f"shim socket {shim_socket(layout, task)} of {layout.name}/{task[:12]}")
+        found += [f"cgroup {host.CGROUP_ROOT / ctl / 'k8s.io' / task}" for ctl in _listdir(host.CGROUP_ROOT)
+                  if (host.CGROUP_ROOT / ctl / "k8s.io" / task).is_dir()]
     return found
