@@ -196,3 +196,84 @@ def test_shim_socket_path_is_containerds() -> None:
     task = "90c4b9ea37cc423148c6f0906127019e354612570af71637b0040974057400fc"
     assert teardown_mod.shim_socket(lay, task) == Path(
         "/run/containerd/s/924358061002cfb134aa5935b3f5019e1e7518cb4cba0e762bad2fcbd8e00731")
+
+
+def test_host_claims_restore_shared_state_when_the_last_cluster_leaves(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from hollowscale.cluster.realnode import host
+
+    monkeypatch.setattr(host, "CLAIM_DIR", tmp_path / "run")
+    monkeypatch.setattr(host, "CLAIM_FILE", tmp_path / "run" / "realnodes.json")
+    shared = (tmp_path / "var-lib-kubelet", tmp_path / "existing")
+    shared[1].mkdir()
+    monkeypatch.setattr(host, "SHARED_PATHS", shared)
+    monkeypatch.setattr(host, "CGROUP_ROOT", tmp_path / "no-cgroups")
+    monkeypatch.setattr(host, "SYSCTLS", ())
+    monkeypatch.setattr(host, "machine_networks", lambda: ["10.88.5.0/24", "192.0.2.0/24"])
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    assert host.claim(a, "hsbr-a") == "10.89.0.0/16"  # 10.88/16 overlaps a route of the machine
+    assert host.claim(a, "hsbr-a") == "10.89.0.0/16"  # idempotent
+    shared[0].mkdir()  # what the kubelet creates
+    assert host.claim(b, "hsbr-b") == "10.90.0.0/16"  # not another running cluster's
+    assert set(host.claimants()) == {str(a), str(b)}
+    assert host.release(a) == []  # b still uses the shared paths
+    assert shared[0].exists()
+    assert host.release(b) == [f"removed {shared[0]}"]
+    assert not shared[0].exists() and shared[1].exists()  # only what was absent at the first claim
+    assert not host.CLAIM_FILE.exists() and not host.CLAIM_DIR.exists()
+
+
+def test_a_crashed_claimant_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hollowscale.cluster.realnode import host
+
+    monkeypatch.setattr(host, "CLAIM_DIR", tmp_path / "run")
+    monkeypatch.setattr(host, "CLAIM_FILE", tmp_path / "run" / "realnodes.json")
+    monkeypatch.setattr(host, "SHARED_PATHS", ())
+    monkeypatch.setattr(host, "CGROUP_ROOT", tmp_path / "no-cgroups")
+    monkeypatch.setattr(host, "SYSCTLS", ())
+    monkeypatch.setattr(host, "machine_networks", lambda: [])
+    gone, alive = tmp_path / "gone", tmp_path / "alive"
+    gone.mkdir()
+    alive.mkdir()
+    host.claim(gone, "hsbr-g")
+    gone.rmdir()  # its session died and its dir was removed without `down`
+    assert host.claim(alive, "hsbr-l") == "10.88.0.0/16"  # its /16 is free again
+    assert set(host.claimants()) == {str(alive)}
+
+
+def test_apiserver_reaches_kubelets_with_its_own_client_certificate(tmp_path: Path) -> None:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    from hollowscale.cluster.local import LocalCluster
+    from hollowscale.cluster.pki import create_pki
+
+    pki = create_pki(tmp_path / "pki")
+    argv = LocalCluster(tmp_path)._apiserver_argv(pki, {"etcd": 1, "kube-apiserver": 2})
+    assert f"--kubelet-client-certificate={pki.apiserver_kubelet_client.cert}" in argv
+    assert f"--kubelet-certificate-authority={pki.ca.cert}" in argv
+    assert any(a.startswith("--kubelet-preferred-address-types=InternalIP,") for a in argv)
+    cert = x509.load_pem_x509_certificate(pki.apiserver_kubelet_client.cert.read_bytes())
+    assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == "system:masters"
+
+
+def test_cluster_info_lists_real_nodes(tmp_path: Path) -> None:
+    import json
+
+    from hollowscale.cluster.local import LocalCluster
+
+    node = {"name": "hs-real-0", "index": 0, "kubelet_port": 40001, "healthz_port": 40002, "root_dir": "/r",
+            "containerd_socket": "/s.sock", "pod_range": "10.88.1.1-10.88.1.254", "fake_gpus": 2,
+            "gpu_model": "fake-gpu", "components": ["hs-real-0-containerd", "hs-real-0-kubelet"]}
+    state = {"profile": "default", "complete": True, "ports": {"kube-apiserver": 1, "kube-controller-manager": 2,
+                                                               "kube-scheduler": 3, "etcd-metrics": 4},
+             "real_nodes": {"network": {"bridge": "hsbr-1", "cidr": "10.88.0.0/16", "gateway": "10.88.0.1"},
+                            "nodes": [node]}}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    info = LocalCluster(tmp_path).info()
+    assert info is not None
+    assert [(n.name, n.kubelet_port, n.containerd_socket, n.fake_gpus) for n in info.real_nodes] == [
+        ("hs-real-0", 40001, "/s.sock", 2)]
+    assert info.pod_network == {"bridge": "hsbr-1", "cidr": "10.88.0.0/16", "gateway": "10.88.0.1"}
