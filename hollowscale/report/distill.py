@@ -35,7 +35,8 @@ def _rows(j: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("result", "passed" if j.get("passed") else "FAILED: " + "; ".join(j.get("problems") or [])),
         ("student pod / node / phase", f"{j.get('student_pod')} / {j.get('student_node')} / {j.get('student_phase')}"),
-        ("scheduling delay, student (Job created -> scheduled) s", _f(d.get("student_from_job_create"))),
+        ("scheduling delay, student (Job created -> pod scheduled; API timestamps, 1 s resolution) s",
+         _f(d.get("student_from_job_create"))),
         ("student pod created -> running s", _f(d.get("student_pod_to_running"))),
         ("scheduling delay, teachers median / max s", f"{_f(d.get('teachers_median'))} / {_f(d.get('teachers_max'))}"),
         ("teacher pods seen (incl. replacements)", str(len(j.get("teacher_pods") or []))),

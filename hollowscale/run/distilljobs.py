@@ -264,9 +264,11 @@ class DistillJobs:
 
         out = []
         for name, state in self.jobs.items():
+            job_doc: dict[str, Any] = {}
             try:
                 pod, log = self.student_log(name)
                 students = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=student")
+                job_doc = self._get(f"{self._url('Job')}/{student_name(name)}") or {}
             except requests.RequestException as exc:
                 pod, log, students = None, "", []
                 state.events.append({"t": time.time(), "event": "report-failed", "error": str(exc)})
@@ -276,7 +278,8 @@ class DistillJobs:
                 samples = list(state.teachers)
             out.append(job_report(state.spec, t0, log, student_pod=students[-1] if students else None,
                                   teacher_pods=teachers, teacher_samples=[(s.t, s.ready_endpoints, s.pods) for s in samples],
-                                  events=state.events, student_created_at=state.student_created_at, pod_name=pod))
+                                  events=state.events, job_created=(job_doc.get("metadata") or {}).get("creationTimestamp"),
+                                  pod_name=pod))
         return out
 
     def delete_all(self) -> list[str]:

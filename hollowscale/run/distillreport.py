@@ -2,8 +2,9 @@
 
 Pure functions (no API calls), so the figures can be checked on recorded documents:
 
-- **scheduling delay**: pod ``creationTimestamp`` -> its ``PodScheduled`` condition (whole seconds,
-  the API's resolution); the student's also from the Job's creation by the run;
+- **scheduling delay**: pod ``creationTimestamp`` -> its ``PodScheduled`` condition, and the
+  student's also from its Job's ``creationTimestamp`` (whole seconds on both ends: the API's
+  resolution, so 0 means "within the same second");
 - **samples/s over time**: the student's progress lines (``{"t", "samples", "epoch"}``, written
   to its stdout) differenced over 2 s bins;
 - **teacher count over time**: ready endpoints in the Service's EndpointSlices, sampled each second
@@ -116,7 +117,7 @@ def bench_reference(spec: DistillJobSpec, bench_file: Path = BENCH_FILE) -> dict
 
 def job_report(spec: DistillJobSpec, t0: float, log: str, student_pod: dict[str, Any] | None,
                teacher_pods: list[dict[str, Any]], teacher_samples: list[tuple[float, int, int]],
-               events: list[dict[str, Any]], student_created_at: float | None, pod_name: str | None,
+               events: list[dict[str, Any]], job_created: str | None, pod_name: str | None,
                bench_file: Path = BENCH_FILE) -> dict[str, Any]:
     """The job's section (see the module docstring); ``t0`` is the load's start (times are relative to it)."""
     points, result = parse_log(log)
@@ -145,7 +146,8 @@ def job_report(spec: DistillJobSpec, t0: float, log: str, student_pod: dict[str,
         "student_node": ((student_pod or {}).get("spec") or {}).get("nodeName"),
         "student_phase": phase,
         "scheduling_delay_s": {
-            "student_from_job_create": _delay(student_created_at, student.get("scheduled")),
+            # API timestamps on both ends (whole seconds): a local clock on one end would mix resolutions
+            "student_from_job_create": _delay(_ts(job_created), student.get("scheduled")),
             "student_pod": _delay(student.get("created"), student.get("scheduled")),
             "student_pod_to_running": _delay(student.get("created"), student.get("started")),
             "teachers_median": round(statistics.median(teacher_delays), 3) if teacher_delays else None,

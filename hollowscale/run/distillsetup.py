@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,7 +54,7 @@ def build_distill_jobs(sc: Scenario, cluster_info: Any, endpoint: KubeEndpoint, 
     images = build_images(["distill"], progress=log)
     for sock in sockets:
         log(f"importing {images[0].name} into {sock}")
-        import_images(images, ctr="ctr", address=sock)  # type: ignore[arg-type]
+        import_images(images, ctr="ctr", address=Path(sock))
     from distill.train_teacher import default_checkpoint, train_teacher
 
     checkpoint = default_checkpoint()  # the bench's teacher, so the accuracy compares with the bench's

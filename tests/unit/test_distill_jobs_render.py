@@ -152,9 +152,10 @@ def test_job_report_verdicts(tmp_path: Path) -> None:
     teachers = [_pod("t1", "teacher", "2026-12-01T09:59:00Z", "2026-12-01T09:59:02Z"),
                 _pod("t2", "teacher", "2026-12-01T09:59:00Z", "2026-12-01T09:59:04Z")]
     good = json.dumps({"test_accuracy": 0.885, "samples_per_s": 1000.0, "lost_samples": 0, "duplicate_samples": 0})
-    rep = job_report(DistillJobSpec(name="a"), 0.0, good, student, teachers, [(1.0, 2, 2)], [], None, "s", bench)
+    rep = job_report(DistillJobSpec(name="a"), 0.0, good, student, teachers, [(1.0, 2, 2)], [], "2026-12-01T09:59:58Z", "s", bench)
     assert rep["passed"], rep["problems"]
     assert rep["scheduling_delay_s"]["student_pod"] == 1.0
+    assert rep["scheduling_delay_s"]["student_from_job_create"] == 3.0
     assert rep["scheduling_delay_s"]["teachers_median"] == 3.0 and rep["scheduling_delay_s"]["teachers_max"] == 4.0
     assert rep["accuracy_gap_pts"] == pytest.approx(0.2)
     far = good.replace("0.885", "0.86")
