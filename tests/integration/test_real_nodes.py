@@ -167,6 +167,8 @@ def test_service_endpointslice_lists_a_real_pod_that_answers(real_cluster: Clust
     apply(kubectl, ns, job("client", f"wget -q -O - http://{ips[0]}:8080/index.html", node))
     assert wait_until("the client job", lambda: job_done(kubectl, ns, "client"), timeout=90) == "Complete"
     assert marker in run(kubectl, "-n", ns, "logs", "job/client")
+    # exec goes apiserver -> kubelet (client certificate, webhook authz) -> containerd's stream server
+    assert run(kubectl, "-n", ns, "exec", pod["metadata"]["name"], "--", "cat", "/tmp/www/index.html").strip() == marker
 
 
 def test_missing_image_fails_with_the_kubelets_reason_and_nothing_else(kubectl: list[str], ns: str,
