@@ -322,7 +322,7 @@ def leftovers(cluster_dir: Path, tasks: list[tuple[NodeLayout, str]] | None = No
         root = ""
         with contextlib.suppress(OSError):
             root = os.readlink(f"/proc/{pid}/root")
-        if any(prefix in a for a in argv) or root.startswith(prefix + "/"):
+        if any(f"{prefix}/" in a or a.endswith(prefix) for a in argv) or root.startswith(prefix + "/"):
             found.append(f"process {pid}: {' '.join(argv)[:160]} (root {root})")
     found += [f"mount {m}" for m in mounts_under(cluster_dir)]
     bridge = bridge_name(cluster_dir)
