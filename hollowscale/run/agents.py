@@ -75,6 +75,8 @@ class Agents:
         self.args: list[list[str]] = []
         self.policy = BackoffPolicy.from_env()
         self.restarts: list[dict[str, Any]] = []
+        #: transient errors the Ready barrier asked again after (kept for the run's errors list)
+        self.barrier_retries: list[str] = []
         self._crashes: dict[int, int] = {}
         self._due: dict[int, float] = {}
         self._started_at: dict[int, float] = {}
@@ -150,8 +152,18 @@ class Agents:
         """Block until every node of the pools is Ready (or the scenario's ready timeout)."""
         names = self.sc.node_names()
         deadline = time.monotonic() + self.sc.agents.ready_timeout_s
+        ready = 0
         while True:
-            ready = ready_nodes(session, server, names)
+            try:
+                ready = ready_nodes(session, server, names)
+            except (requests.ConnectionError, requests.Timeout) as exc:  # the apiserver busy or restarting
+                self.barrier_retries.append(str(exc)[:200])
+            except requests.HTTPError as exc:
+                # 5xx (a 504 on a LIST while thousands of nodes register on 2 cores) and 429: ask again
+                code = exc.response.status_code if exc.response is not None else 0
+                if code < 500 and code != 429:
+                    raise
+                self.barrier_retries.append(f"HTTP {code}")
             report(ready, len(names))
             if ready >= len(names):
                 return ready

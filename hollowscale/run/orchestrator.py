@@ -223,7 +223,12 @@ class Runner:
             self.nodes_ready = ready
             self.progress.update(nodes_ready=f"{ready}/{expected}")
 
-        self.agents.wait_ready(session_for(self.endpoint, 1), self.endpoint.server, self._sleep, report)
+        try:
+            self.agents.wait_ready(session_for(self.endpoint, 1), self.endpoint.server, self._sleep, report)
+        finally:
+            if self.agents.barrier_retries:
+                self.errors.append(f"Ready barrier: {len(self.agents.barrier_retries)} transient apiserver error(s), "
+                                   f"asked again (first: {self.agents.barrier_retries[0]})")
 
     def _fire_fault(self, index: int) -> None:
         f = self.sc.faults[index]
