@@ -38,9 +38,10 @@ has_extra() { [[ ",$EXTRAS," == *",$1,"* ]]; }
 APT_PACKAGES=(prometheus)
 has_extra distill && APT_PACKAGES+=(dataset-fashion-mnist)
 has_extra dev && APT_PACKAGES+=(chromium)
-# real nodes: a containerd per kubelet, runc, the bridge/host-local/loopback CNI plugins, busybox for images
+# real nodes: a containerd per kubelet, runc, the bridge/host-local/loopback CNI plugins, busybox for images,
+# gcc + libc6-dev for the static pause program of the sandbox image (hollowscale/images/pause.py)
 [ "$REAL_NODES" = 1 ] && [ "$CONTROL_PLANE" != 0 ] && \
-  APT_PACKAGES+=(containerd runc containernetworking-plugins busybox-static iproute2)
+  APT_PACKAGES+=(containerd runc containernetworking-plugins busybox-static iproute2 gcc libc6-dev)
 TOTAL=$([ "$CONTROL_PLANE" = 0 ] && echo 2 || echo 3)
 
 step "1/$TOTAL" "Debian packages: ${APT_PACKAGES[*]}"
