@@ -43,7 +43,11 @@ COLLECTIONS = {
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
     "Service": "/api/v1/namespaces/{ns}/services",
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "Workload": "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads",
+    "PodGroup": "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
 }
+#: what a gang job creates only when its student is due (its members must come together)
+GANG_KINDS = ("Workload", "PodGroup", "Deployment", "Service", "Job")
 JSON = {"Content-Type": "application/json"}
 
 
@@ -101,14 +105,21 @@ class DistillJobs:
         state.created.append((url, doc["metadata"]["name"]))
 
     def create_teachers(self) -> None:
-        """RBAC, teacher Deployment and Service of every job (the student comes later)."""
+        """RBAC, teacher Deployment and Service of every job (the student comes later).
+
+        A gang job gets only its RBAC here: its teachers come with its student (:meth:`create_student`).
+        """
         for state in self.jobs.values():
             for doc in state.objects:
-                if doc["kind"] != "Job":
-                    self._create(state, doc)
+                if doc["kind"] == "Job" or (self.settings.gang and doc["kind"] in GANG_KINDS):
+                    continue
+                self._create(state, doc)
 
     def wait_teachers_ready(self, timeout_s: float, sleep: Callable[[float], None]) -> None:
-        """Until every job's Deployment has all replicas ready and its Service lists them."""
+        """Until every job's Deployment has all replicas ready and its Service lists them (gang jobs: at once,
+        their teachers start with their student)."""
+        if self.settings.gang:
+            return
         deadline = time.monotonic() + timeout_s
         pending = set(self.jobs)
         while pending:
@@ -129,9 +140,11 @@ class DistillJobs:
     def create_student(self, name: str) -> None:
         """The student Job of ``name`` (called from a timer at the job's ``start_at_s``)."""
         state = self.jobs[name]
-        doc = next(d for d in state.objects if d["kind"] == "Job")
+        kinds = GANG_KINDS if self.settings.gang else ("Job",)
         try:
-            self._create(state, doc)
+            for doc in state.objects:
+                if doc["kind"] in kinds:
+                    self._create(state, doc)
             state.student_created_at = time.time()
             self.log(f"distill job {name}: student created")
         except (DistillJobError, requests.RequestException) as exc:

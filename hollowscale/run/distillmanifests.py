@@ -18,6 +18,7 @@ import yaml
 
 from hollowscale.scenario.distill import DistillJobSpec
 from kubecore.namespaces import RUN_LABEL
+from loadgen.workloads import ANN_GANG_MIN, GANG_TEMPLATE, LABEL_GANG, SCHEDULING_API
 
 DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "distill"
 MANIFESTS = ("rbac.yaml", "teachers.yaml", "student.yaml")
@@ -40,6 +41,10 @@ class RenderSettings:
             ``kubernetes`` Service routes nowhere): the student then runs on the node's network and
             talks to the apiserver on loopback.  None: leave in-cluster networking as it is (kind).
         pull_never: ``imagePullPolicy: Never`` (no registry: the image was imported into the node).
+        gang: the cluster gang-schedules (``cluster.gang_scheduling``): the student and its teachers
+            are one gang (an in-tree ``Workload`` + ``PodGroup``, ``scheduling.k8s.io/v1alpha2``, with
+            ``minCount`` = teachers + 1, as loadgen makes them for hollow gangs), created together, so
+            they start together or not at all.
     """
 
     namespace: str
@@ -48,6 +53,7 @@ class RenderSettings:
     model_dir: str
     apiserver: tuple[str, int] | None = None
     pull_never: bool = True
+    gang: bool = False
 
 
 def load_manifests(deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
@@ -79,8 +85,29 @@ def _containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return list(spec.get("containers", []))
 
 
+def gang_name(job: str) -> str:
+    return f"distill-{job}"
+
+
+def gang_objects(job: DistillJobSpec, s: RenderSettings) -> list[dict[str, Any]]:
+    """The job's in-tree gang: a Workload with one podGroupTemplate and the PodGroup made from it."""
+    policy = {"gang": {"minCount": job.teachers + 1}}
+    meta = {"name": gang_name(job.name), "namespace": s.namespace,
+            "labels": {JOB_LABEL: job.name, RUN_LABEL: s.run_id},
+            "annotations": {ANN_GANG_MIN: str(job.teachers + 1)}}
+    return [
+        {"apiVersion": SCHEDULING_API, "kind": "Workload", "metadata": copy.deepcopy(meta),
+         "spec": {"podGroupTemplates": [{"name": GANG_TEMPLATE, "schedulingPolicy": policy}]}},
+        {"apiVersion": SCHEDULING_API, "kind": "PodGroup", "metadata": copy.deepcopy(meta),
+         "spec": {"podGroupTemplateRef": {"workload": {"workloadName": gang_name(job.name),
+                                                       "podGroupTemplateName": GANG_TEMPLATE}},
+                  "schedulingPolicy": policy}},
+    ]
+
+
 def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
-    """The job's objects, ready to create in ``s.namespace`` (RBAC, teacher Deployment + Service, student Job)."""
+    """The job's objects, ready to create in ``s.namespace`` (RBAC, [gang,] teacher Deployment + Service,
+    student Job)."""
     out: list[dict[str, Any]] = []
     for shipped in load_manifests(deploy_dir):
         doc = copy.deepcopy(shipped)
@@ -104,6 +131,9 @@ def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY
             pod_meta = spec["template"].setdefault("metadata", {})
             pod_meta.setdefault("labels", {}).update({JOB_LABEL: job.name, RUN_LABEL: s.run_id})
             pod = spec["template"]["spec"]
+            if s.gang:
+                pod["schedulingGroup"] = {"podGroupName": gang_name(job.name)}
+                pod_meta["labels"][LABEL_GANG] = gang_name(job.name)
             if "serviceAccountName" in pod:
                 pod["serviceAccountName"] = _rename(pod["serviceAccountName"], job.name)
             for c in _containers(doc):
@@ -118,6 +148,8 @@ def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY
             else:
                 doc["spec"]["template"]["spec"]["containers"][0]["command"] = _with_flag(
                     doc["spec"]["template"]["spec"]["containers"][0]["command"], "--threads", str(job.threads))
+        if s.gang and kind == "Deployment":
+            out += gang_objects(job, s)  # before its members
         out.append(doc)
     return out
 

@@ -68,7 +68,8 @@ def build_distill_jobs(sc: Scenario, cluster_info: Any, endpoint: KubeEndpoint, 
     parts = urlsplit(server)
     settings = RenderSettings(namespace=claim.name, run_id=run_id, image=images[0].name,
                               model_dir=str(checkpoint.parent),
-                              apiserver=(parts.hostname or "127.0.0.1", parts.port or 443), pull_never=True)
+                              apiserver=(parts.hostname or "127.0.0.1", parts.port or 443), pull_never=True,
+                              gang=sc.cluster.gang_scheduling)
     return DistillJobs(session, server, sc.distill_jobs, settings, log)
 
 

@@ -169,3 +169,20 @@ def test_job_report_verdicts(tmp_path: Path) -> None:
     assert rep["problems"] == ["student pod Failed", "no result line in the student's log"]
     m = measurements([rep])
     assert m["failed_jobs"] == 1 and m["lost_samples"] is None
+
+
+def test_gang_render_puts_student_and_teachers_in_one_group() -> None:
+    s = RenderSettings(namespace="ns1", run_id="run-1", image="img", model_dir="/m", gang=True)
+    docs = render_job(DistillJobSpec(name="g", teachers=3), s)
+    kinds = [d["kind"] for d in docs]
+    # the group exists before its members are created
+    assert kinds.index("Workload") < kinds.index("PodGroup") < kinds.index("Deployment") < kinds.index("Job")
+    wl, pg = docs[kinds.index("Workload")], docs[kinds.index("PodGroup")]
+    assert wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+    assert pg["spec"]["podGroupTemplateRef"]["workload"]["workloadName"] == wl["metadata"]["name"] == "distill-g"
+    for kind in ("Deployment", "Job"):
+        pod = docs[kinds.index(kind)]["spec"]["template"]["spec"]
+        assert pod["schedulingGroup"] == {"podGroupName": "distill-g"}
+    plain = render_job(DistillJobSpec(name="g"), _settings())
+    assert not any(d["kind"] in ("Workload", "PodGroup") for d in plain)
+    assert all("schedulingGroup" not in (d.get("spec", {}).get("template", {}).get("spec", {})) for d in plain)
