@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -70,12 +71,14 @@ class NightlyEntry:
         name: the scenario's ``name`` (what baselines and reports are keyed by).
         repeats: how many runs per night.
         max_regression_pct: this scenario's percent limit (``None``: the set's).
+        timeout_s: the scenario's own ``timeout_s`` (a run is interrupted 15 minutes after it).
     """
 
     scenario: Path
     name: str
     repeats: int
     max_regression_pct: float | None = None
+    timeout_s: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,7 @@ def load_set(path: str | Path) -> NightlySet:
         if any(e.name == sc.name for e in entries):
             raise NightlySetError(f"{source}: {where}.scenario: scenario name {sc.name!r} is already in the set "
                                   f"(baselines are keyed by name; expected each scenario once, with repeats)")
-        entries.append(NightlyEntry(scenario, sc.name, repeats, own_limit))
+        entries.append(NightlyEntry(scenario, sc.name, repeats, own_limit, float(sc.timeout_s or 3600.0)))
     return NightlySet(source, tuple(entries), limit)
 
 
@@ -181,12 +184,25 @@ def night_folder(root: Path) -> Path:
     return folder
 
 
-def run_one(scenario: Path, out: Path, log: Path) -> tuple[int, Path | None]:
-    """One ``hollowscale run``; (exit code, the run folder it wrote or None)."""
+def run_one(scenario: Path, out: Path, log: Path, timeout_s: float) -> tuple[int, Path | None]:
+    """One ``hollowscale run``; (exit code, the run folder it wrote or None).
+
+    A run still going ``timeout_s`` later gets SIGINT (the run's own interruption path: it writes a partial
+    report and brings its cluster down), then SIGKILL two minutes after that.
+    """
     before = {p.name for p in out.iterdir()} if out.is_dir() else set()
     with log.open("w") as fh:
-        code = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
-                              cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
+        proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
+                                cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                code = proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
     new = [p for p in out.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in before] if out.is_dir() else []
     new = [p for p in new if (p / "summary.json").is_file()]
     return code, (sorted(new)[-1] if new else None)
@@ -203,7 +219,7 @@ def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[d
             say(f"[nightly] {entry.name} {r}/{entry.repeats} ...")
             log = night / "logs" / f"{entry.name}-{r:02d}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            code, run_dir = run_one(scen, night / entry.name, log)
+            code, run_dir = run_one(scen, night / entry.name, log, entry.timeout_s + 900)
             say(f"[nightly] {entry.name} {r}/{entry.repeats}: exit {code}, {time.monotonic() - t0:.0f}s, "
                 f"{run_dir or 'no report (see ' + str(log) + ')'}")
             runs.setdefault(entry.name, []).append({"repeat": r, "exit_code": code, "log": str(log),
@@ -252,20 +268,31 @@ def judge(nset: NightlySet, runs: dict[str, list[Path]], baseline_dir: Path, upd
         if not dirs:
             cannot.append(f"{entry.name}: no run left a summary")
             continue
-        if len(dirs) != entry.repeats:
+        if len(dirs) < entry.repeats:  # more is fine: runs of several nights pooled into one baseline
             cannot.append(f"{entry.name}: {len(dirs)} run(s) with a summary, the set asks for {entry.repeats}")
         summaries[entry.name] = [(d, load_summary(d)) for d in dirs]
     md = ["# hollowscale nightly", ""]
     if update:
-        incomplete = [f"{name}: run {s.get('run_id')} is incomplete ({s.get('incomplete_reason')})"
-                      for name, group in summaries.items() for _, s in group if not s.get("complete", True)]
-        if cannot or incomplete or not summaries:
-            why = cannot + incomplete or ["no run"]
-            md += ["**Baseline NOT written**: " + "; ".join(why), ""]
+        left_out: list[str] = []
+        for name, group in list(summaries.items()):
+            keep = []
+            for d, s in group:
+                unfit = (f"incomplete ({s.get('incomplete_reason')})" if not s.get("complete", True)
+                         else bl.unsettled(s))
+                if unfit:
+                    left_out.append(f"{name}: run {s.get('run_id')} left out of the baseline: {unfit}")
+                else:
+                    keep.append((d, s))
+            summaries[name] = keep
+            if not keep:
+                cannot.append(f"{name}: no run fit for a baseline (complete, every job finished)")
+        if cannot or not summaries:
+            why = cannot + left_out or ["no run"]
+            md += ["**Baseline NOT written**:", ""] + [f"- {w}" for w in why] + [""]
             return Verdict(CANNOT_JUDGE, why, "\n".join(md))
         path = bl.write_baseline(baseline_dir, summaries)
         doc = bl.load_baseline(path)
-        md += [f"Baseline written to `{path}` from this night's runs.", ""]
+        md += [f"Baseline written to `{path}`.", ""] + [f"- {w}" for w in left_out] + ([""] if left_out else [])
         for name, entry_doc in doc["scenarios"].items():
             md.append(bl.render_baseline_markdown(entry_doc, f"{name}: {len(entry_doc['runs'])} run(s)"))
         return Verdict(OK, [], "\n".join(md))
@@ -276,17 +303,17 @@ def judge(nset: NightlySet, runs: dict[str, list[Path]], baseline_dir: Path, upd
         return Verdict(CANNOT_JUDGE, [msg], "\n".join([*md, f"**Cannot judge**: {msg}", ""]))
     tables: list[str] = []
     for entry in nset.entries:
-        group = summaries.get(entry.name)
-        if not group:
+        new_runs = summaries.get(entry.name)
+        if not new_runs:
             continue
         base = (doc.get("scenarios") or {}).get(entry.name)
         if base is None:
             cannot.append(f"{entry.name}: not in the baseline {baseline_dir} (rebuild it: NIGHTLY_UPDATE_BASELINE=1)")
             continue
         limit = limit_override if limit_override is not None else nset.limit(entry)
-        rows, found = bl.compare_to_baseline(base, [s for _, s in group], limit)
+        rows, found = bl.compare_to_baseline(base, [s for _, s in new_runs], limit)
         problems += found
-        tables.append(bl.render_markdown(rows, f"{entry.name}: {len(group)} new run(s) vs a baseline of "
+        tables.append(bl.render_markdown(rows, f"{entry.name}: {len(new_runs)} new run(s) vs a baseline of "
                                                f"{len(base.get('runs') or [])} (limit {limit:g}%)"))
     if problems:
         md += [f"**{len(problems)} regression(s)** (past the baseline's noise band and beyond the limit):", ""]

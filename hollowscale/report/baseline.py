@@ -11,6 +11,10 @@ is what this machine did do with this scenario - and it only widens as more repe
 price is that one outlier repeat widens the band; that errs towards fewer false alarms, which is what a
 nightly gate that people must trust needs, and the percent limit still applies on top.
 
+A baseline repeat must be complete and settled (every submitted job finished, :func:`unsettled`): on a
+machine shared with other work a run can fall so far behind that half its jobs never finish, and such a
+run's figures would make a band that hides everything.
+
 The rule (:func:`compare_to_baseline`): a figure regresses only when the new value is **past the band in its
 bad direction** (above the max for latencies and failures, below the min for throughput and completions)
 **and** worse than the baseline median by more than ``max_regression_pct`` percent (``inf`` when the median
@@ -37,12 +41,30 @@ SCHEMA_VERSION = 1
 FILE = "baseline.json"
 
 
+#: compared here besides :data:`FIGURES`: a run whose submitted jobs did not all finish did not keep up
+EXTRA_FIGURES: tuple[tuple[str, str], ...] = (("jobs.unfinished", LOWER),)
+
+
 def figures_for(summaries: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(metric, better) compared for these summaries: the fixed figures plus p99 per API verb seen."""
     verbs: set[str] = set()
     for s in summaries:
         verbs |= set((s.get("measurements") or {}).get("api_latency_ms") or {})
-    return list(FIGURES) + [(f"api_latency_ms.{v}.p99", LOWER) for v in sorted(verbs)]
+    return [*FIGURES, *EXTRA_FIGURES] + [(f"api_latency_ms.{v}.p99", LOWER) for v in sorted(verbs)]
+
+
+def unsettled(summary: dict[str, Any]) -> str:
+    """Why a run cannot be a baseline repeat although complete ("" when it can).
+
+    A run that left submitted jobs unfinished did not keep up with its own load (an overloaded machine):
+    its completions, failures and completion times are cut short, so its figures describe the machine's
+    overload, not the scheduler.  Such a run is left out of a baseline (and ``jobs.unfinished`` is compared).
+    """
+    left = lookup(summary.get("measurements") or {}, "jobs.unfinished")
+    submitted = lookup(summary.get("measurements") or {}, "jobs.submitted")
+    if left:
+        return f"{left:g} of {submitted:g} submitted jobs unfinished" if submitted else f"{left:g} jobs unfinished"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -187,7 +209,9 @@ def compare_to_baseline(entry: dict[str, Any], new: list[dict[str, Any]],
         outside = band.past(value)
         regressed = outside and pct is not None and pct > max_regression_pct
         if not outside:
-            note = "within the band"
+            note = "within the band" if band.lo <= value <= band.hi else "better than the band"
+        elif not regressed:
+            note = f"past the band, within {max_regression_pct:g}%"
         rows.append(BandRow(metric, better, band, value, pct, regressed, note))
         if regressed:
             worse = "above" if better == LOWER else "below"

@@ -78,3 +78,34 @@ def test_scenario_copy_moves_only_the_cluster_dir(tmp_path: Path) -> None:
     orig = yaml.safe_load(s.entries[0].scenario.read_text())
     assert doc["cluster"].pop("dir") == str(tmp_path / ".cluster")
     assert doc == orig
+
+
+def test_update_leaves_unsettled_runs_out_and_pools_nights(tmp_path: Path) -> None:
+    import json
+
+    from hollowscale.nightly import find_runs, judge
+    from hollowscale.report.baseline import load_baseline
+
+    base = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "compare" / "base" / "summary.json")
+                      .read_text())
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {SCEN / 'default.yaml'}, repeats: 1}}]\n"))
+    for night, run_id, unfinished in (("n1", "a", 339), ("n2", "b", 0), ("n3", "c", 0)):
+        d = tmp_path / "reports" / night / "default" / run_id
+        d.mkdir(parents=True)
+        s = dict(base, run_id=run_id)
+        s["measurements"] = dict(base["measurements"], jobs=dict(base["measurements"]["jobs"], unfinished=unfinished))
+        (d / "summary.json").write_text(json.dumps(s))
+    runs = find_runs(tmp_path / "reports")
+    assert sorted(p.name for p in runs["default"]) == ["a", "b", "c"]
+    v = judge(nset, runs, tmp_path / "bl", update=True, limit_override=None)
+    assert v.code == 0 and "run a left out of the baseline: 339 of 640 submitted jobs unfinished" in v.markdown
+    assert load_baseline(tmp_path / "bl")["scenarios"]["default"]["runs"] == ["b", "c"]
+    # the baseline's own copies are not found as runs again
+    (tmp_path / "bl").rename(tmp_path / "reports" / "bl")
+    assert sorted(p.name for p in find_runs(tmp_path / "reports")["default"]) == ["a", "b", "c"]
+    v = judge(nset, {"default": [tmp_path / "reports" / "n2" / "default" / "b"]}, tmp_path / "reports" / "bl",
+              update=False, limit_override=10)
+    assert v.code == 0, v.markdown
+    v = judge(nset, {"default": [tmp_path / "reports" / "n1" / "default" / "a"]}, tmp_path / "reports" / "bl",
+              update=False, limit_override=10)
+    assert v.code == 1 and any("jobs.unfinished" in p for p in v.problems)

@@ -149,3 +149,15 @@ def test_baseline_folder_and_the_compare_cli(tmp_path: Path) -> None:
 def test_build_baseline_keys_scenarios() -> None:
     doc = build_baseline({"whatever": copy.deepcopy(REPEATS)})
     assert doc["kind"] == "hollowscale-baseline" and set(doc["scenarios"]) == {"default"}  # the runs' own name
+
+
+def test_a_run_that_left_jobs_unfinished_is_not_a_baseline_repeat_and_regresses() -> None:
+    from hollowscale.report.baseline import unsettled
+
+    behind = with_figures("slow", 100.0, 10.0)
+    behind["measurements"]["jobs"]["unfinished"] = 339
+    behind["measurements"]["jobs"]["submitted"] = 596
+    assert unsettled(behind) == "339 of 596 submitted jobs unfinished"
+    assert unsettled(REPEATS[0]) == ""
+    found = problems_for([behind], pct=25)
+    assert any(p.startswith("default: jobs.unfinished: new 339 is above the baseline band [0, 0]") for p in found)
