@@ -39,7 +39,7 @@ integration: setup-test
 scale-test: setup ## run scenarios/default.yaml on the local cluster; report in reports/latest/
 	$(HS) run scenarios/default.yaml
 
-nightly: setup ## scenarios/nightly.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
+nightly: setup ## scenarios/nightly/set.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
 	$(PY) -m hollowscale.nightly
 
 cluster-up: setup

@@ -1,12 +1,13 @@
 """``make nightly``: a fixed scenario set, run, reported, and gated against a noise-aware baseline.
 
-The set is a file (``scenarios/nightly.yaml``) so that what "nightly" means is reviewed like code::
+The set is a file (``scenarios/nightly/set.yaml``; in a folder of its own, as the tests validate every
+``scenarios/*.yaml`` as a scenario) so that what "nightly" means is reviewed like code::
 
     max_regression_pct: 25          # default percent limit (a figure must also be past its noise band)
     scenarios:
-      - scenario: smoke.yaml        # relative to this file
+      - scenario: ../smoke.yaml     # relative to this file
         repeats: 3                  # repeat runs: the baseline's noise band, the new side's median
-      - scenario: default.yaml
+      - scenario: ../default.yaml
         repeats: 1
         max_regression_pct: 40      # optional, per scenario
 
@@ -28,6 +29,9 @@ Exit codes: 0 no regression (or baseline written), 1 a regression (each named: s
 value), 2 the nightly could not judge (a run left no summary, no baseline, a scenario missing from it).
 ``--from-runs DIR`` judges run folders already under ``DIR`` instead of running anything (re-judging a
 night, or the recorded real runs of the tests); its verdict is written to a new night folder under ``--out``.
+With ``--update-baseline`` it pools the runs of several nights into one baseline
+(``NIGHTLY_UPDATE_BASELINE=1 NIGHTLY_FROM_RUNS=reports/nightly make nightly``): more repeats, and the noise
+of different days, which is what a scenario run once a night needs before its band means anything.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from hollowscale.report.perfdata import write_perfdata
 from hollowscale.report.summary import load_summary, update_latest, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SET = ROOT / "scenarios" / "nightly.yaml"
+DEFAULT_SET = ROOT / "scenarios" / "nightly" / "set.yaml"
 DEFAULT_MAX_REGRESSION_PCT = 10.0
 MAX_REPEATS = 20
 
@@ -334,7 +338,7 @@ def _env_flag(name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hollowscale.nightly", description=__doc__.split("\n")[0])
     ap.add_argument("--set", default=os.environ.get("NIGHTLY_SET") or str(DEFAULT_SET),
-                    help="the nightly set file (NIGHTLY_SET; default scenarios/nightly.yaml)")
+                    help="the nightly set file (NIGHTLY_SET; default scenarios/nightly/set.yaml)")
     ap.add_argument("--out", default=os.environ.get("NIGHTLY_OUT") or "reports/nightly",
                     help="reports root; the night writes OUT/<UTC date>/ (NIGHTLY_OUT)")
     ap.add_argument("--baseline", default=os.environ.get("NIGHTLY_BASELINE") or "",

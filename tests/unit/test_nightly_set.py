@@ -8,7 +8,7 @@ import pytest
 
 from hollowscale.nightly import DEFAULT_SET, NightlySetError, load_set, main, scenario_copy
 
-SCEN = DEFAULT_SET.parent
+SCEN = DEFAULT_SET.parents[1]  # scenarios/
 
 
 def write(tmp_path: Path, text: str) -> Path:
