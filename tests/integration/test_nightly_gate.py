@@ -5,7 +5,8 @@ against a copy of the baseline with one figure moved past its noise band.
 (``NIGHTLY_UPDATE_BASELINE=1 NIGHTLY_FROM_RUNS=reports/nightly make nightly``) from the real runs of the first
 three ``make nightly`` on the local control plane (2026-12-01, this project's 2-core machine, shared with other
 work), with a copy of each run's ``summary.json``: smoke x9 and default x2 (the first night's default run left
-339 of 596 jobs unfinished and was left out).  The test runs the nightly itself (``python -m hollowscale.nightly
+339 of 596 jobs unfinished and was left out).  ``night/`` holds the runs of the fourth ``make nightly``,
+which compared against that baseline and passed (exit 0).  The test runs the nightly itself (``python -m hollowscale.nightly
 --from-runs``), so the set file, run discovery, the baseline loader, the band rule and the exit code are all
 the real ones; only the runs are replayed instead of repeated (they take ~15 minutes).
 """
@@ -36,7 +37,7 @@ def test_recorded_runs_are_real_nightly_runs() -> None:
     doc = json.loads((FIX / "baseline" / "baseline.json").read_text())
     assert doc["kind"] == "hollowscale-baseline" and set(doc["scenarios"]) == {"smoke", "default"}
     assert len(doc["scenarios"]["smoke"]["runs"]) == 9 and len(doc["scenarios"]["default"]["runs"]) == 2
-    for path in FIX.glob("baseline/runs/*/*/summary.json"):
+    for path in [*FIX.glob("baseline/runs/*/*/summary.json"), *FIX.glob("night/*/*/summary.json")]:
         s = json.loads(path.read_text())
         assert s["complete"] and s["cluster"]["backend"] == "local" and s["cluster"]["nodes_ready"] >= 30, path
         assert s["measurements"]["pods"]["started"] > 0 and s["collector"], path
@@ -48,6 +49,15 @@ def test_baseline_runs_pass_against_their_own_baseline(tmp_path: Path) -> None:
     assert "**No regression**" in r.stdout
     md = (tmp_path / "reports" / "latest" / "comparison.md").read_text()
     assert "smoke: 9 new run(s) vs a baseline of 9" in md and "default: 2 new run(s) vs a baseline of 2" in md
+
+
+def test_the_next_night_passes(tmp_path: Path) -> None:
+    r = nightly(tmp_path, FIX / "night", FIX / "baseline")
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdict = json.loads((tmp_path / "reports" / "latest" / "nightly.json").read_text())
+    assert verdict["exit_code"] == 0 and verdict["problems"] == []
+    md = (tmp_path / "reports" / "latest" / "comparison.md").read_text()
+    assert "smoke: 3 new run(s) vs a baseline of 9" in md and "default: 1 new run(s) vs a baseline of 2" in md
 
 
 def test_a_figure_moved_past_its_band_fails_and_is_named(tmp_path: Path) -> None:
