@@ -81,8 +81,9 @@ def kubelet_binary(root: Path | None = None) -> Path:
     return binaries(root).kube_apiserver.parent / "kubelet"
 
 
-def _go() -> str:
-    go = shutil.which("go")
+def go_binary() -> str:
+    """The Go toolchain: on PATH, else Go's default install dir (a non-login shell may lack it on PATH)."""
+    go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if os.access(p, os.X_OK)), None)
     if not go:
         raise BuildError("the Go toolchain is not on PATH; install Go >= 1.26 (https://go.dev/dl) and rerun `make setup`")
     return go
@@ -93,7 +94,7 @@ def _run_go(args: list[str], cwd: Path, progress: ProgressFn | None, what: str) 
     env = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0")
     env.setdefault("GOTOOLCHAIN", "auto")
     proc = subprocess.Popen(
-        [_go(), *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [go_binary(), *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     tail: list[str] = []
     assert proc.stdout is not None
@@ -114,7 +115,7 @@ def _run_go(args: list[str], cwd: Path, progress: ProgressFn | None, what: str) 
 def go_mod_download(module: str, version: str) -> dict[str, str]:
     """``go mod download -json module@version``: the module's ``Dir``, ``GoMod``, ... in the module cache."""
     out = subprocess.run(
-        [_go(), "mod", "download", "-json", f"{module}@{version}"],
+        [go_binary(), "mod", "download", "-json", f"{module}@{version}"],
         capture_output=True,
         text=True,
         env=dict(os.environ, GOFLAGS="-mod=mod"),
@@ -193,7 +194,7 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
             (out / built).rename(out / wanted)
         (out / "BUILD-INFO.json").write_text(json.dumps({
             "packages": packages,
-            "go": subprocess.run([_go(), "version"], capture_output=True, text=True).stdout.strip(),
+            "go": subprocess.run([go_binary(), "version"], capture_output=True, text=True).stdout.strip(),
             "build_seconds": round(time.monotonic() - started, 1),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }, indent=2))

@@ -16,7 +16,6 @@ scheduling delays.  Everything the run created is deleted by name afterwards.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -73,7 +72,7 @@ class JobState:
     created: list[tuple[str, str]] = field(default_factory=list)  # (collection path, name), creation order
     student_created_at: float | None = None
     teachers: list[TeacherSample] = field(default_factory=list)
-    teacher_pods_seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> last pod doc
+    teacher_pods_seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> last teacher pod doc
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -199,12 +198,11 @@ class DistillJobs:
         for name, state in self.jobs.items():
             try:
                 eps = self._ready_endpoints(name)
-                pods = self._pods(f"{JOB_LABEL}={name}")
+                teachers = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=teacher")
             except (requests.RequestException, ValueError):
                 continue
-            teachers = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "teacher"]
             with self._lock:
-                for p in pods:
+                for p in teachers:
                     state.teacher_pods_seen[p["metadata"]["name"]] = p
                 alive = [p for p in teachers if not p["metadata"].get("deletionTimestamp")]
                 state.teachers.append(TeacherSample(time.time(), len(eps), len(alive)))
@@ -261,15 +259,11 @@ class DistillJobs:
                 return False
         return True
 
-    def student_log(self, name: str) -> tuple[str | None, str]:
-        """(pod name, its log) of the job's student; the log is "" when it cannot be read."""
-        pods = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=student")
-        if not pods:
-            return None, ""
-        pod = max(pods, key=lambda p: p["metadata"]["creationTimestamp"])["metadata"]["name"]
+    def student_log(self, pod: str) -> str:
+        """The student container's log of ``pod``, "" when it cannot be read."""
         r = self.http.get(f"{self.server}/api/v1/namespaces/{self.ns}/pods/{pod}/log",
                           params={"container": "student"}, timeout=60)
-        return pod, r.text if r.status_code == 200 else ""
+        return r.text if r.status_code == 200 else ""
 
     def report(self, t0: float) -> list[dict[str, Any]]:
         """Each job's section of the run report (see :func:`hollowscale.run.distillreport.job_report`)."""
@@ -278,21 +272,22 @@ class DistillJobs:
         out = []
         for name, state in self.jobs.items():
             job_doc: dict[str, Any] = {}
+            student: dict[str, Any] | None = None
+            log = ""
             try:
-                pod, log = self.student_log(name)
                 students = self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=student")
+                student = max(students, key=lambda p: p["metadata"]["creationTimestamp"]) if students else None
+                log = self.student_log(student["metadata"]["name"]) if student else ""
                 job_doc = self._get(f"{self._url('Job')}/{student_name(name)}") or {}
             except requests.RequestException as exc:
-                pod, log, students = None, "", []
                 state.events.append({"t": time.time(), "event": "report-failed", "error": str(exc)})
             with self._lock:
-                teachers = [p for p in state.teacher_pods_seen.values()
-                            if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "teacher"]
+                teachers = list(state.teacher_pods_seen.values())
                 samples = list(state.teachers)
-            out.append(job_report(state.spec, t0, log, student_pod=students[-1] if students else None,
+            out.append(job_report(state.spec, t0, log, student_pod=student,
                                   teacher_pods=teachers, teacher_samples=[(s.t, s.ready_endpoints, s.pods) for s in samples],
                                   events=state.events, job_created=(job_doc.get("metadata") or {}).get("creationTimestamp"),
-                                  pod_name=pod))
+                                  pod_name=student["metadata"]["name"] if student else None))
         return out
 
     def delete_all(self) -> list[str]:
@@ -302,7 +297,7 @@ class DistillJobs:
         for state in self.jobs.values():
             for url, name in reversed(state.created):
                 try:
-                    r = self.http.delete(f"{url}/{name}", data=json.dumps({"propagationPolicy": "Background"}),
+                    r = self.http.delete(f"{url}/{name}", data=orjson.dumps({"propagationPolicy": "Background"}),
                                          headers=JSON, timeout=30)
                     if r.status_code not in (200, 202, 404):
                         errors.append(f"deleting {url}/{name}: HTTP {r.status_code} {r.text[:200]}")

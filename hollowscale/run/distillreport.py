@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import json
 import statistics
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hollow.clock import parse_rfc3339
 from hollowscale.scenario.distill import DistillJobSpec
 
 BENCH_FILE = Path(__file__).resolve().parents[2] / "reports" / "bench" / "distill.json"
@@ -64,9 +64,7 @@ def rate_series(points: list[tuple[float, int]], t0: float, bin_s: float = BIN_S
 
 
 def _ts(value: str | None) -> float | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return parse_rfc3339(value) if value else None
 
 
 def pod_times(pod: dict[str, Any]) -> dict[str, float | None]:

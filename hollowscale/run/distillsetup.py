@@ -48,13 +48,14 @@ def build_distill_jobs(sc: Scenario, cluster_info: Any, endpoint: KubeEndpoint, 
     if not sockets:
         raise DistillSetupError("distill_jobs need real nodes, and the cluster has none (cluster.real_nodes; a "
                                 "cluster started earlier without them must be stopped: hollowscale cluster down)")
+    from hollowscale.cluster.realnode.images import ctr_binary
     from hollowscale.images import build_images, import_images
 
     log("building the distill image (cached by content)")
     images = build_images(["distill"], progress=log)
     for sock in sockets:
         log(f"importing {images[0].name} into {sock}")
-        import_images(images, ctr="ctr", address=Path(sock))
+        import_images(images, ctr=ctr_binary(), address=Path(sock))
     from distill.train_teacher import default_checkpoint, train_teacher
 
     checkpoint = default_checkpoint()  # the bench's teacher, so the accuracy compares with the bench's

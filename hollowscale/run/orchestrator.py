@@ -267,7 +267,6 @@ class Runner:
         else:
             assert f.replicas is not None
             entry.update(self.distill.scale_teachers(f.job, f.replicas))
-        entry["t"] = entry.get("t", time.time())
         if entry.get("error"):
             self.errors.append(f"fault {f.type} {f.job}: {entry['error']}")
         self.faults_log.append(entry)

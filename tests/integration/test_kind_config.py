@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hollowscale.cluster.binaries import binaries, cache_root
+from hollowscale.cluster.binaries import binaries, cache_root, go_binary
 from hollowscale.cluster.profiles import get_profile
 from hollowscale.cluster.realnode.layout import NODE_KIND_LABEL, NODE_KIND_VALUE, TAINT_EFFECT, TAINT_KEY, TAINT_VALUE
 
@@ -42,7 +41,7 @@ def kindcheck() -> Path:
     binary = cache_root() / "tools" / f"kindcheck-{digest.hexdigest()[:16]}" / "kindcheck"
     if binary.exists():
         return binary
-    go = shutil.which("go") or "/usr/local/go/bin/go"
+    go = go_binary()
     tmp = binary.with_name(f".kindcheck.{os.getpid()}")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}

@@ -10,7 +10,6 @@ show the lint would catch a real mistake, not only that it runs.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,18 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hollowscale.cluster.binaries import cache_root
+from hollowscale.cluster.binaries import cache_root, go_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 ACTIONLINT_VERSION = "v1.7.12"
-
-
-def _go() -> str:
-    go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go", str(Path.home() / "go/bin/go"))
-                                     if Path(p).is_file()), None)
-    assert go, "the Go toolchain is needed to build actionlint (and the control plane): install Go >= 1.26"
-    return go
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +32,7 @@ def actionlint() -> Path:
         dest.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, GOBIN=str(dest), GOFLAGS="-mod=mod", CGO_ENABLED="0")
         env.setdefault("GOTOOLCHAIN", "auto")
-        r = subprocess.run([_go(), "install", f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}"],
+        r = subprocess.run([go_binary(), "install", f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}"],
                            env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=900)
         assert r.returncode == 0 and exe.is_file(), f"go install actionlint failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return exe
