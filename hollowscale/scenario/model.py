@@ -39,6 +39,7 @@ from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads
 
 BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
+PLACEMENTS = ("process", "in-cluster")
 AGENT_FAULTS = ("heartbeat-loss", "pod-failures")
 COMPONENT_FAULTS = ("component-stall", "component-kill", "component-restart")
 FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS + DISTILL_FAULTS
@@ -161,12 +162,19 @@ class AgentSpec(Spec):
         ready_timeout_s: the Ready barrier gives up after this long.
         delete_nodes_on_exit: remove the nodes when the agents stop (keeps a reused cluster clean).
         args: extra command-line flags passed to every agent.
+        placement: ``process`` (agents and Locust run as processes beside the harness) or
+            ``in-cluster`` (they run as pods of ``deploy/hollowscale``: the agent StatefulSet with
+            ``shards`` replicas, each taking shard ``ordinal/replicas``, Locust's master and
+            ``locust_workers`` workers, Prometheus scraping them; needs ``cluster.backend: existing``).
+        locust_workers: Locust worker pods of an ``in-cluster`` run.
     """
 
     shards: number(1, 64, integer=True) = 1  # type: ignore[valid-type]
     ready_timeout_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 1.0))] = 300.0
     delete_nodes_on_exit: StrictBool = True
     args: tuple[StrictStr, ...] = ()
+    placement: one_of(*PLACEMENTS) = "process"  # type: ignore[valid-type]
+    locust_workers: number(1, 64, integer=True) = 2  # type: ignore[valid-type]
 
 
 def _at_least(value: float, lo: float) -> float:
@@ -367,6 +375,9 @@ class ScenarioFile(Spec):
             kueue_somewhere = self.cluster.kueue or any(v.kueue for v in self.variants)
             if w.queued and kueue_somewhere and not self.tenants:
                 problems.append((("workloads", i, "queued"), "queued workloads need tenants (each has a queue)"))
+        if self.agents.placement == "in-cluster" and self.cluster.backend != "existing":
+            problems.append((("agents", "placement"), "in-cluster agents are deployed into a cluster given by its "
+                             f"kubeconfig: expected cluster.backend: existing, got {self.cluster.backend!r}"))
         if self.cluster.volcano and self.cluster.backend == "local":
             problems.append((("cluster", "volcano"), "Volcano is not started by hollowscale: use it with backend "
                              "existing or kind, on a cluster that runs Volcano"))
