@@ -4,11 +4,13 @@
 - :mod:`hollowscale.images.recipe`: what an image is made of, and cheap fingerprints for the cache;
 - :mod:`hollowscale.images.pause` and :mod:`hollowscale.images.small`: the pause and busybox images;
 - :mod:`hollowscale.images.distill_image`: the distill image (the project's Python environment);
+- :mod:`hollowscale.images.agent_image`: the agent image (hollow agent and Locust) and the Prometheus
+  image of in-cluster runs (``deploy/hollowscale``);
 - :mod:`hollowscale.images.build`: building with the content cache;
 - :mod:`hollowscale.images.importer`: ``ctr images import``, idempotent.
 
 Image names: ``pause``, ``busybox``, ``distill`` (the GPU variant on a machine with NVIDIA GPUs,
-else the CPU variant), ``distill-cpu``, ``distill-gpu``. Both distill variants are tagged
+else the CPU variant), ``distill-cpu``, ``distill-gpu``, ``agent``, ``prometheus``. Both distill variants are tagged
 :data:`DISTILL_IMAGE`, so manifests name one image whatever the machine.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from hollowscale.images.agent_image import AGENT_IMAGE, agent_recipe, prometheus_recipe
 from hollowscale.images.build import BuiltImage, ImageError, ProgressFn, build_recipe, images_cache_root
 from hollowscale.images.distill_image import DISTILL_IMAGE, distill_recipe, has_nvidia_gpu
 from hollowscale.images.importer import import_images
@@ -24,7 +27,7 @@ from hollowscale.images.recipe import Recipe
 from hollowscale.images.small import BUSYBOX_IMAGE, PAUSE_IMAGE, busybox_recipe, pause_recipe
 
 __all__ = [
-    "BUSYBOX_IMAGE", "DISTILL_IMAGE", "IMAGE_NAMES", "PAUSE_IMAGE", "BuiltImage", "ImageError",
+    "AGENT_IMAGE", "BUSYBOX_IMAGE", "DISTILL_IMAGE", "IMAGE_NAMES", "PAUSE_IMAGE", "BuiltImage", "ImageError",
     "build_images", "import_images", "recipe_for",
 ]
 
@@ -36,6 +39,8 @@ _RECIPES: dict[str, Callable[[Path], Recipe]] = {
     "distill": lambda root: distill_recipe(gpu=has_nvidia_gpu(), ldd_cache=root / "ldd.json"),
     "distill-cpu": lambda root: distill_recipe(gpu=False, ldd_cache=root / "ldd.json"),
     "distill-gpu": lambda root: distill_recipe(gpu=True, ldd_cache=root / "ldd.json"),
+    "agent": lambda root: agent_recipe(ldd_cache=root / "ldd.json"),
+    "prometheus": lambda root: prometheus_recipe(ldd_cache=root / "ldd.json"),
 }
 IMAGE_NAMES = tuple(_RECIPES)
 

@@ -44,13 +44,16 @@ def images_group() -> None:
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"Image cache directory [default: {images_cache_root()}].")
 def build_cmd(only: str, socket: Path | None, namespace: str, ctr: str, cache: Path | None) -> None:
-    """Build the pause, busybox and distill images as OCI layout archives, cached by content.
+    """Build the pause, busybox and distill images (agent and prometheus when asked) as OCI layouts, cached.
 
     \b
     pause    the pod sandbox (a static C program; what the CRI config names)
     busybox  Debian's busybox-static with its applets (sh, sleep, httpd, nc, wget ...)
     distill  the project's Python environment for `python -m distill` (teacher, student),
              with Fashion-MNIST; distill-cpu leaves out the CUDA wheels, distill-gpu has them
+    agent    the hollow agent and Locust (hollow, loadgen, kubecore and their wheels; no
+             torch) for in-cluster runs (deploy/hollowscale)
+    prometheus  Debian's Prometheus binary, for in-cluster runs
 
     A second build with unchanged inputs takes seconds. Prints one line per image:
     NAME DIGEST ARCHIVE. Pods use them with imagePullPolicy: Never.

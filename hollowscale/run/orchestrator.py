@@ -113,6 +113,7 @@ class Runner:
         self.errors: list[str] = []
         self.distill: DistillJobs | None = None
         self.kind: Any = None  # the kind cluster of a ``backend: kind`` run
+        self.incluster: Any = None  # agents.placement in-cluster: hollowscale.incluster.run.InClusterRun
 
     # ------------------------------------------------------------------------------------ helpers
     def _phase(self, name: str) -> None:
@@ -191,12 +192,35 @@ class Runner:
 
     def _start_agents(self) -> None:
         assert self.endpoint is not None and self.kubeconfig is not None
+        if self.sc.agents.placement == "in-cluster":
+            self._start_incluster()
+            return
         self.agents = Agents(self.sc, self.kubeconfig, self.run_dir, self.children)
         self.agents.check_ownership(session_for(self.endpoint, 1), self.endpoint.server)
         self.agents.start()
 
+    def _start_incluster(self) -> None:
+        """Agents, Locust and Prometheus as pods of ``deploy/hollowscale`` (see hollowscale.incluster.run)."""
+        from hollowscale.incluster.run import InClusterRun
+
+        assert self.endpoint is not None and self.kubeconfig is not None
+        self.incluster = InClusterRun(self.sc, self.endpoint, self.kubeconfig, self.run_id, self.run_dir,
+                                      self.progress.log)
+        self.incluster.check()
+        self.agents = self.incluster.agents(self.children, self.run_dir)
+        self.agents.check_ownership(session_for(self.endpoint, 1), self.endpoint.server)
+
+        def report(ready: int, expected: int) -> None:
+            self.progress.update(pods_ready=f"{ready}/{expected}")
+
+        self.incluster.deploy(self._sleep, report)
+
     def _start_prometheus(self) -> None:
         if not self.sc.measurements.prometheus:
+            return
+        if self.incluster is not None:  # the run's Prometheus pod (already Ready)
+            self.prom = self.incluster.prometheus(self.run_dir / "prometheus")
+            self.t_prom_start = time.time()
             return
         targets: list[Target] = []
         if self.cluster_info is not None:
@@ -319,11 +343,61 @@ class Runner:
         self.faults_log.append(entry)
         self.progress.log(f"fault {f.type} {f.component} fired: {entry.get('ack', entry.get('error'))}")
 
+    def _start_timers(self) -> None:
+        self._start_students()
+        for i, f in enumerate(self.sc.faults):
+            t = threading.Timer(f.at_s, self._fire_fault, args=(i,))
+            t.daemon = True
+            t.start()
+            self.fault_timers.append(t)
+
+    def _load_incluster(self, ldir: Path) -> None:
+        """The load through the Locust master pod's web API; its stats files copied into ``ldir``."""
+        assert self.incluster is not None
+        master = self.incluster.locust()
+        self.progress.log(f"locust master: {self.incluster.start_load(self._sleep)}")
+        self.t_load_start = time.time()
+        self.locust = master
+        watch = CreateFailureWatch(ldir / "locust", self.sc.measurements.abort_after_failed_creates)
+        self._start_timers()
+        duration = self.sc.arrival.duration_s
+        hard_stop = time.monotonic() + duration + 60
+        running_seen, state = False, "unknown"
+        live = ("locust_stats.csv", "locust_failures.csv")
+        while True:
+            self._sleep(1.0)
+            self._progress_tick()
+            state = master.state()
+            running_seen = running_seen or state in ("spawning", "running")
+            master.save_files(ldir, only=live)
+            failed = watch.poll()
+            if failed and time.monotonic() < self.tolerate_failures_until:
+                failed = None
+            if failed:
+                master.stop()
+                self.t_load_end = time.time()
+                raise LoadFailed(failed)
+            if running_seen and state == "stopped":
+                break
+            if time.monotonic() > hard_stop:
+                self.progress.log("locust did not stop at the end of the curve; stopping it")
+                master.stop()
+                break
+        self.t_load_end = time.time()
+        master.save_files(ldir)
+        elapsed = self.t_load_end - self.t_load_start
+        if elapsed < duration - 5:
+            raise ComponentCrashed(f"the Locust master pod ended the load after {elapsed:.0f}s of {duration:g}s "
+                                   f"(state {state})")
+
     def _load(self) -> None:
         spec = self.run_dir / "loadspec.json"
         spec.write_text(json.dumps(self.sc.load.to_doc(), indent=2))
         ldir = self.run_dir / "locust"
         ldir.mkdir(exist_ok=True)
+        if self.incluster is not None:
+            self._load_incluster(ldir)
+            return
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--kubeconfig", str(self.kubeconfig),
                 "--load-spec", str(spec), "--run-id", self.run_id, "--csv", str(ldir / "locust"),
                 "--csv-full-history", "--html", str(ldir / "locust.html"), "--only-summary", "--loglevel", "WARNING",
@@ -334,12 +408,7 @@ class Runner:
         self.locust = self.children.start("locust", argv, self.run_dir / "logs" / "locust.log", cwd=REPO)
         self.resources.mark(self._harness_pids())
         watch = CreateFailureWatch(ldir / "locust", self.sc.measurements.abort_after_failed_creates)
-        self._start_students()
-        for i, f in enumerate(self.sc.faults):
-            t = threading.Timer(f.at_s, self._fire_fault, args=(i,))
-            t.daemon = True
-            t.start()
-            self.fault_timers.append(t)
+        self._start_timers()
         duration = self.sc.arrival.duration_s
         hard_stop = time.monotonic() + duration + 60
         while self.locust.alive():
@@ -361,9 +430,15 @@ class Runner:
             raise ComponentCrashed(f"locust exited with {self.locust.proc.returncode} after {elapsed:.0f}s "
                                    f"of {duration:g}s (log: {self.locust.log})")
 
+    def _stop_locust(self) -> None:
+        if self.incluster is not None:  # the master pod: stop the curve (its stats stay readable)
+            self.locust.stop()
+        else:
+            self.locust.stop(grace_s=10, sig=signal.SIGINT)
+
     def _harness_pids(self) -> dict[str, int]:
         pids = self.agents.pids() if self.agents is not None else {}
-        if self.locust is not None and self.locust.alive():
+        if self.incluster is None and self.locust is not None and self.locust.alive():
             pids["locust"] = self.locust.pid
         return pids
 
@@ -395,6 +470,8 @@ class Runner:
     # ------------------------------------------------------------------------------------ gather
     def _gather(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
         prom_alive = self.prom is not None and self.prom.proc is not None and self.prom.proc.poll() is None
+        if self.incluster is not None:  # a pod, not our process: alive until the teardown
+            prom_alive = self.prom is not None
         facts = RunFacts(
             scenario=self.sc, run_id=self.run_id, run_dir=self.run_dir, t_start=self.t_start,
             t_end=self.t_end or time.time(), t_load_start=self.t_load_start, t_load_end=self.t_load_end,
@@ -413,6 +490,7 @@ class Runner:
             collector=self.collector, prometheus_url=self.prom.url if prom_alive and self.prom else None,
             prometheus_targets=self.prom.targets_health() if prom_alive and self.prom else {},
             harness=self.resources.usage(self._harness_pids()),
+            incluster=self.incluster.section() if self.incluster is not None else None,
         )
         summary, series, prom_series = assemble(facts)
         if self.distill is not None:
@@ -424,13 +502,15 @@ class Runner:
         for t in self.fault_timers:
             t.cancel()
         if self.locust is not None:
-            self.locust.stop(grace_s=10, sig=signal.SIGINT)
+            self._stop_locust()
         if self.collector is not None:
             self.collector.stop(timeout_s=8)
         if self.leaders is not None:
             self.leaders.stop()
         if self.agents is not None:  # SIGTERM: each agent deletes its nodes (--delete-nodes-on-exit)
             self.agents.stop(grace_s=90)
+        if self.incluster is not None:  # deleting the pods stops the agents (they delete their nodes)
+            self.errors += self.incluster.teardown()
         if self.prom is not None:
             self.prom.stop()
         if self.endpoint is not None:
@@ -520,7 +600,7 @@ class Runner:
                 summary: dict[str, Any] | None = None
                 try:
                     if self.locust is not None:
-                        self.locust.stop(grace_s=10, sig=signal.SIGINT)
+                        self._stop_locust()
                     summary, series, prom_series = self._gather()
                     finalize(summary, self.sc.slos)
                 except Exception as exc:
@@ -540,6 +620,8 @@ class Runner:
                     series, prom_series = {}, None
                 summary["timings"] = self.timings
                 summary["errors"] = self.errors
+                if self.incluster is not None:  # the teardown's figures came after the report was assembled
+                    summary["incluster"] = self.incluster.section()
                 write_report(self.run_dir, summary, series, prom_series)
                 if self.point_latest:
                     update_latest(self.out_root, self.run_dir)

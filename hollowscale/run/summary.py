@@ -116,6 +116,8 @@ class RunFacts:
     leaders: dict[str, Any] | None = None
     component_events: list[dict[str, Any]] = field(default_factory=list)
     audit_log: Path | None = None
+    #: agents.placement in-cluster: the pods, images, timings and teardown (hollowscale.incluster.run)
+    incluster: dict[str, Any] | None = None
 
 
 RECOVERY_SOURCE = ("timeline: per fault, the binding rate over the 30 s before it (the level); the first 5 s "
@@ -193,7 +195,7 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         # gang gates, runtime config, Kueue version and configuration (local cluster)
         "features": getattr(ci, "features", None) or {},
         "reused": bool(ci.reused) if ci else None,
-        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports,
+        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports, "placement": sc.agents.placement,
                    # gang members wait for each other before their run time counts (hollow agent default)
                    "gang_barrier": "--no-gang-barrier" not in sc.agents.args},
         "namespace": f.namespace,
@@ -206,8 +208,11 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                        "expected_instances": round(arrival.expected_instances(), 1),
                        "peak_rate": arrival.peak_rate(), "per_user_rate": arrival.per_user_rate,
                        "locust_processes": f.locust_processes,
+                       "locust_workers": sc.agents.locust_workers if sc.agents.placement == "in-cluster" else None,
                        "locust": locust_stats(f.run_dir, f.t_load_start, f.t_load_end)}
     summary["faults"] = f.faults
+    if f.incluster is not None:
+        summary["incluster"] = f.incluster
     summary["control_plane"] = control_plane_section(f, t0)
     if sc.variant:
         summary["variant"] = {"name": sc.variant, "gang_scheduling": sc.cluster.gang_scheduling, "kueue": sc.cluster.kueue,

@@ -1,0 +1,382 @@
+"""One run's in-cluster placement: images, least-privilege credentials, the pods, their end.
+
+What ``hollowscale run`` does with ``agents.placement: in-cluster`` (driver = the local cluster's real
+nodes, target = the same cluster, reached through its kubeconfig):
+
+1. images: the agent and Prometheus images are built (cached by content) and imported into every
+   real node's containerd (no registry);
+2. the driver namespace is claimed (created by the run, or an existing one used as it is);
+3. target side: ``deploy/hollowscale/target`` rendered with the run's suffix (ServiceAccounts,
+   least-privilege roles, a RoleBinding per load namespace) and created; a short-lived token per
+   ServiceAccount (TokenRequest) becomes the kubeconfig in the pods' Secrets;
+4. driver side: ``deploy/hollowscale/overlays/local-real-nodes`` rendered with the run's namespace,
+   label, replicas, free host ports, pools, load spec and Secrets, and created; then every pod must
+   be Ready (a pod that cannot start ends the run with its reason and log);
+5. the load starts through the Locust master's web API once the hollow nodes are Ready;
+6. teardown: the driver objects go first (each agent deletes its nodes when its pod is stopped), the
+   run waits for its pods to be gone, deletes any hollow node of the scenario still there, then the
+   target objects, then the namespace if the run created it.  Only what the run's record names is
+   deleted (:class:`hollowscale.incluster.objects.ObjectLedger`).
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from hollow.nodebody import NODE_LABEL
+from hollowscale.incluster import pods as podwait
+from hollowscale.incluster.locustweb import LocustMaster
+from hollowscale.incluster.objects import ObjectLedger
+from hollowscale.incluster.render import (
+    Ports,
+    RunManifestSettings,
+    kustomize,
+    place_target_objects,
+    service_account,
+    token_kubeconfig,
+    without_secret_data,
+    write_driver_kustomization,
+    write_target_kustomization,
+)
+from hollowscale.measure.prom import PrometheusServer
+from hollowscale.run.agents import Agents
+from hollowscale.run.children import Children
+from hollowscale.scenario import Scenario
+from kubecore.config import KubeEndpoint
+from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
+from kubecore.procs import free_ports
+from kubecore.watch import list_all, session_for
+
+Log = Callable[[str], None]
+
+
+class InClusterError(RuntimeError):
+    """The in-cluster placement cannot run here (what is missing and what to do)."""
+
+
+def driver_namespace(sc: Scenario) -> str:
+    """The namespace of the run's pods in the driver cluster."""
+    return f"{sc.cluster.namespace}-driver"[:63]
+
+
+def consecutive_free_ports(count: int, tries: int = 50) -> int:
+    """The first of ``count`` consecutive loopback ports that were free a moment ago."""
+    for _ in range(tries):
+        base = free_ports(1)[0]
+        if base + count > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise InClusterError(f"no {count} consecutive free ports on 127.0.0.1 after {tries} tries")
+
+
+def local_real_node_sockets(kubeconfig: Path, server: str) -> list[str]:
+    """The containerd sockets of the real nodes when ``kubeconfig`` is a local cluster's (its folder
+    holds the cluster's state and the server matches); [] when it is not one."""
+    from hollowscale.cluster.local import LocalCluster
+
+    try:
+        info = LocalCluster(kubeconfig.resolve().parent).info()
+    except Exception:  # not a local cluster folder at all
+        return []
+    if info is None or info.server.rstrip("/") != server.rstrip("/"):
+        return []
+    return [str(n.containerd_socket) for n in info.real_nodes]
+
+
+class InClusterAgents(Agents):
+    """The :class:`Agents` interface over the agent StatefulSet (ownership check and Ready barrier
+    inherited; ports are the pods' host ports; the kubelet restarts a crashed agent, this records it)."""
+
+    def __init__(self, scenario: Scenario, kubeconfig: Path, run_dir: Path, children: Children,
+                 run: InClusterRun) -> None:
+        super().__init__(scenario, kubeconfig, run_dir, children)
+        self.run = run
+        self._next_check = 0.0
+        self._restarts_seen: dict[str, int] = {}
+
+    @property
+    def ports(self) -> list[int]:
+        return self.run.settings.agent_ports if self.run.settings else []
+
+    def pids(self) -> dict[str, int]:
+        return {}
+
+    def start(self, timeout_s: float = 60.0) -> None:  # the StatefulSet is created by InClusterRun.deploy
+        return None
+
+    def _agent_pods(self) -> list[dict[str, Any]]:
+        return [p for p in self.run.pods() if p["metadata"]["name"].startswith("hollow-agent-")]
+
+    def dead(self) -> str | None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return None
+        self._next_check = now + 5.0
+        try:
+            pods = self._agent_pods()
+        except requests.RequestException:
+            return None
+        for pod in pods:
+            why = podwait.why_not_starting(pod)
+            if why:
+                return f"hollow agent pod {pod['metadata']['name']}: {why}"
+        return None
+
+    def supervise(self, log: Callable[[str], None]) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + 5.0
+        try:
+            pods = self._agent_pods()
+        except requests.RequestException:
+            return
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            count = sum(cs.get("restartCount", 0) for cs in (pod.get("status") or {}).get("containerStatuses") or [])
+            if count > self._restarts_seen.get(name, 0):
+                shard = int(name.rsplit("-", 1)[1])
+                self.restarts.append({"t": round(time.time(), 3), "shard": shard, "event": "restarted by the kubelet",
+                                      "pod": name, "restarts": count})
+                log(f"hollow agent pod {name} restarted by its kubelet ({count} restart(s))")
+            self._restarts_seen[name] = count
+
+    def stop(self, grace_s: float = 90.0) -> None:  # InClusterRun.teardown deletes the pods
+        return None
+
+
+class InClusterPrometheus(PrometheusServer):
+    """The run's Prometheus pod, asked at its host port (no process of ours)."""
+
+    def __init__(self, folder: Path, port: int) -> None:
+        super().__init__(folder, [], 1.0)
+        self.port = port
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        return None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        return None
+
+
+class InClusterRun:
+    """The in-cluster placement of one run (see the module docstring)."""
+
+    def __init__(self, sc: Scenario, endpoint: KubeEndpoint, kubeconfig: Path, run_id: str, run_dir: Path,
+                 log: Log) -> None:
+        self.sc = sc
+        self.endpoint = endpoint
+        self.kubeconfig = kubeconfig
+        self.run_id = run_id
+        self.dir = run_dir / "incluster"
+        self.log = log
+        self.http = session_for(endpoint, 4)
+        self.server = endpoint.server
+        self.settings: RunManifestSettings | None = None
+        self.claim: NamespaceClaim | None = None
+        self.target = ObjectLedger(self.http, self.server, self.dir / "created-target.json")
+        self.driver = ObjectLedger(self.http, self.server, self.dir / "created-driver.json")
+        self.timings: dict[str, float] = {}
+        self.images: list[dict[str, Any]] = []
+        self.pod_times: list[dict[str, Any]] = []
+        self.teardown_facts: dict[str, Any] = {}
+        self.sockets: list[str] = []
+
+    # ------------------------------------------------------------------------------------ setup
+    def check(self) -> None:
+        """The driver must be the local cluster with real nodes (that is what the overlay is for)."""
+        self.sockets = local_real_node_sockets(self.kubeconfig, self.server)
+        if not self.sockets:
+            raise InClusterError(
+                f"agents.placement: in-cluster runs on the local cluster's real nodes, and {self.kubeconfig} "
+                f"({self.server}) is not a local cluster with real nodes: start one with `hollowscale cluster up "
+                "--real-nodes 1` and point cluster.kubeconfig at its kubeconfig (for another driver cluster, "
+                "apply deploy/hollowscale/base yourself: see its kustomization.yaml)")
+
+    def prepare_images(self) -> tuple[str, str]:
+        """Build the agent and Prometheus images and import them into every real node; their names."""
+        from hollowscale.cluster.realnode.images import ctr_binary
+        from hollowscale.images import build_images, import_images
+
+        t = time.monotonic()
+        built = build_images(["agent", "prometheus"], progress=self.log)
+        self.timings["image_build_s"] = round(time.monotonic() - t, 3)
+        t = time.monotonic()
+        for sock in self.sockets:
+            self.log(f"importing {', '.join(b.name for b in built)} into {sock}")
+            import_images(built, ctr=ctr_binary(), address=Path(sock))
+        self.timings["image_import_s"] = round(time.monotonic() - t, 3)
+        self.images = [{"name": b.name, "digest": b.digest, "size": b.size, "cached": b.cached} for b in built]
+        return built[0].name, built[1].name
+
+    def _token(self, namespace: str, name: str) -> str:
+        seconds = max(600, int(self.sc.timeout_s) + 900)
+        r = self.http.post(f"{self.server}/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                           json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                 "spec": {"expirationSeconds": seconds}}, timeout=30)
+        if r.status_code not in (200, 201):
+            raise InClusterError(f"TokenRequest for {namespace}/{name}: HTTP {r.status_code} {r.text[:300]}")
+        return str(r.json()["status"]["token"])
+
+    def deploy(self, sleep: Callable[[float], None], report: Callable[[int, int], None] | None = None) -> None:
+        """Images, namespace, target RBAC and tokens, the driver's objects; every pod Ready."""
+        t0 = time.monotonic()
+        agent_image, prom_image = self.prepare_images()
+        self.claim = claim_namespace(self.http, self.server, driver_namespace(self.sc), self.run_id, log=self.log)
+        base = consecutive_free_ports(self.sc.agents.shards)
+        master, web, prom = free_ports(3)
+        target_server = self.server.split("://", 1)[1].rstrip("/")
+        self.settings = RunManifestSettings(
+            namespace=self.claim.name, run_id=self.run_id, shards=self.sc.agents.shards,
+            locust_workers=self.sc.agents.locust_workers, agent_image=agent_image, prometheus_image=prom_image,
+            ports=Ports(base, master, web, prom), target_server=target_server,
+            load_namespaces=tuple(self.sc.namespaces), agent_args=tuple(self.sc.agents.args),
+            scrape_interval_s=self.sc.measurements.scrape_interval_s,
+            token_seconds=max(600, int(self.sc.timeout_s) + 900),
+            delete_nodes_on_exit=self.sc.agents.delete_nodes_on_exit)
+        s = self.settings
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="hs-incluster-") as scratch:
+            target_docs = place_target_objects(kustomize(write_target_kustomization(Path(scratch) / "target", s)), s)
+            self.log(f"in-cluster: creating {len(target_docs)} target object(s) (ServiceAccounts, least-privilege roles)")
+            self.target.create_all(target_docs)
+            ca = Path(self.endpoint.ca_file).read_text() if self.endpoint.ca_file else None
+            tokens = {role: self._token(*service_account(target_docs, role)) for role in ("agent", "load", "metrics")}
+            kubeconfigs = {f"hollowscale-target-{role}": token_kubeconfig(self.server, ca, tokens[role],
+                                                                          f"hollowscale-{role}")
+                           for role in ("agent", "load")}
+            metrics = {"token": tokens["metrics"], "ca.crt": ca or "", "server": target_server}
+            folder = write_driver_kustomization(Path(scratch) / "driver", s, self.sc.pools_doc(), self.sc.load.to_doc(),
+                                                kubeconfigs, metrics)
+            driver_docs = kustomize(folder)
+        (self.dir / "manifests.yaml").write_text(yaml.safe_dump_all(
+            without_secret_data(target_docs + driver_docs), sort_keys=False))
+        self.log(f"in-cluster: creating {len(driver_docs)} object(s) in namespace {s.namespace} "
+                 f"({s.shards} agent shard(s), Locust master + {s.locust_workers} worker(s), Prometheus)")
+        t_apply = time.monotonic()
+        self.driver.create_all(driver_docs)
+        self.timings["setup_s"] = round(t_apply - t0, 3)
+        pods = podwait.wait_ready(self.http, self.server, s.namespace, self.run_id, self.expected_pods, 300.0,
+                                  sleep, report)
+        self.timings["pods_ready_s"] = round(time.monotonic() - t_apply, 3)
+        self.pod_times = podwait.start_times(pods)
+        self.log(f"in-cluster: {len(pods)} pods Ready in {self.timings['pods_ready_s']:.1f}s")
+
+    @property
+    def expected_pods(self) -> int:
+        assert self.settings is not None
+        return self.settings.shards + self.settings.locust_workers + 2  # + master + Prometheus
+
+    def pods(self) -> list[dict[str, Any]]:
+        assert self.settings is not None
+        return podwait.run_pods(self.http, self.server, self.settings.namespace, self.run_id)
+
+    # ------------------------------------------------------------------------------------ parts
+    def agents(self, children: Children, run_dir: Path) -> InClusterAgents:
+        return InClusterAgents(self.sc, self.kubeconfig, run_dir, children, self)
+
+    def prometheus(self, folder: Path) -> InClusterPrometheus | None:
+        if self.settings is None or self.settings.ports is None:
+            return None
+        return InClusterPrometheus(folder, self.settings.ports.prometheus)
+
+    def locust(self) -> LocustMaster:
+        assert self.settings is not None and self.settings.ports is not None
+        return LocustMaster(f"http://127.0.0.1:{self.settings.ports.locust_web}")
+
+    def start_load(self, sleep: Callable[[float], None], timeout_s: float = 60.0) -> str:
+        """Once every worker joined the master: ``POST /swarm``; the master's message."""
+        assert self.settings is not None
+        master = self.locust()
+        deadline = time.monotonic() + timeout_s
+        while (joined := master.worker_count()) < self.settings.locust_workers:
+            if time.monotonic() > deadline:
+                raise InClusterError(f"{joined}/{self.settings.locust_workers} Locust workers joined the master "
+                                     f"after {timeout_s:g}s")
+            sleep(0.5)
+        return master.start()
+
+    # ------------------------------------------------------------------------------------ teardown
+    def _hollow_nodes_left(self) -> list[str]:
+        names = self.sc.node_names()
+        return sorted(n["metadata"]["name"] for n in list_all(self.http, self.server, "/api/v1/nodes",
+                                                              label_selector=f"{NODE_LABEL}=true")
+                      if n["metadata"]["name"] in names)
+
+    def teardown(self, sleep: Callable[[float], None] = time.sleep, grace_s: float = 180.0) -> list[str]:
+        """Delete everything the run created, driver first (agents delete their nodes), target last."""
+        t0 = time.monotonic()
+        errors = self.driver.delete_all(self.log)
+        left = self.driver.wait_gone(grace_s, sleep) if self.driver.created else []
+        pods_left: list[str] = []
+        if self.settings is not None:
+            try:
+                deadline = time.monotonic() + grace_s
+                while (pods_left := [p["metadata"]["name"] for p in self.pods()]) and time.monotonic() < deadline:
+                    sleep(1.0)
+            except requests.RequestException as exc:
+                errors.append(f"listing the run's pods: {exc}")
+        if left or pods_left:
+            errors.append(f"in-cluster objects still there after {grace_s:g}s: "
+                          f"{', '.join([o.text() for o in left] + pods_left)}")
+        self.teardown_facts["driver_deleted_s"] = round(time.monotonic() - t0, 3)
+        nodes_deleted = 0
+        if self.driver.created:  # the agents ran: nodes they could not delete in their grace period go now
+            try:
+                for name in self._hollow_nodes_left():
+                    for path in (f"/api/v1/nodes/{name}",
+                                 f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}"):
+                        r = self.http.delete(self.server + path, timeout=30)
+                        if r.status_code not in (200, 202, 404):
+                            errors.append(f"deleting {path}: HTTP {r.status_code}")
+                    nodes_deleted += 1
+            except requests.RequestException as exc:
+                errors.append(f"deleting the scenario's hollow nodes: {exc}")
+        self.teardown_facts["hollow_nodes_deleted_by_harness"] = nodes_deleted
+        errors += self.target.delete_all(self.log)
+        left = self.target.wait_gone(60.0, sleep) if self.target.created else []
+        if left:
+            errors.append(f"target objects still there: {', '.join(o.text() for o in left)}")
+        if self.claim is not None:
+            try:
+                release_namespace(self.http, self.server, self.claim)
+            except (requests.RequestException, RuntimeError) as exc:
+                errors.append(f"namespace cleanup failed ({self.claim.name}): {exc}")
+        self.teardown_facts["seconds"] = round(time.monotonic() - t0, 3)
+        self.teardown_facts["objects_deleted"] = len(self.driver.created) + len(self.target.created)
+        return errors
+
+    # ------------------------------------------------------------------------------------ report
+    def section(self) -> dict[str, Any]:
+        """``summary.incluster``: where the pods ran, how long images, setup and pods took."""
+        s = self.settings
+        return {
+            "driver": "local cluster real nodes (overlays/local-real-nodes)",
+            "namespace": {"name": self.claim.name, "created_by_run": self.claim.created} if self.claim else None,
+            "shards": s.shards if s else None, "locust_workers": s.locust_workers if s else None,
+            "ports": ({"agents": s.agent_ports, "locust_master": s.ports.locust_master,
+                       "locust_web": s.ports.locust_web, "prometheus": s.ports.prometheus}
+                      if s and s.ports else None),
+            "images": self.images, "timings": self.timings, "pods": self.pod_times,
+            "objects_created": [c.text() for c in self.target.created + self.driver.created],
+            "teardown": self.teardown_facts,
+        }
