@@ -234,6 +234,7 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
 from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
 from hollowscale.images.cli import images_group  # noqa: E402  (hollowscale images build)
+from hollowscale.plan.cli import plan_cmd  # noqa: E402
 from hollowscale.run.cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
 
 main.add_command(nodes_group)
@@ -241,4 +242,5 @@ main.add_command(distill_group)
 main.add_command(run_cmd)
 main.add_command(validate_cmd)
 main.add_command(compare_cmd)
+main.add_command(plan_cmd)
 main.add_command(images_group)

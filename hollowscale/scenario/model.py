@@ -33,6 +33,7 @@ from hollowscale.scenario.batch import (
     check_variants,
 )
 from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
+from hollowscale.scenario.sweep import SweepSpec, sweep_problems
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
 from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads, WorkloadSpec
@@ -337,6 +338,7 @@ class ScenarioFile(Spec):
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     variants: tuple[VariantSpec, ...] = ()
     distill_jobs: tuple[DistillJobSpec, ...] = ()
+    sweep: SweepSpec | None = None  # what ``hollowscale plan`` varies (ignored by ``hollowscale run``)
 
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioFile:
@@ -351,6 +353,11 @@ class ScenarioFile(Spec):
                                                         f"local), not {self.cluster.backend!r}: hollowscale "
                                                         "supervises only the components it started"))
         problems += self._distill_problems()
+        if self.sweep is not None:
+            slo_names = {s.name for s in self.slos} | ({s.name for s in DEFAULT_SLOS} if self.slo_defaults else set())
+            problems += sweep_problems(self.sweep, pools={p.name: p.count for p in self.pools},
+                                       workloads=tuple(w.name for w in self.workloads), slos=tuple(sorted(slo_names)),
+                                       profiles=PROFILES, backend=self.cluster.backend)
         if self.timeout_s is not None and self.timeout_s < duration:
             problems.append((("timeout_s",), f"expected at least the load duration ({duration:g}s), "
                                              f"got {self.timeout_s:g}s"))
@@ -466,6 +473,7 @@ class Scenario:
     cohorts: tuple[CohortSpec, ...] = ()
     preemption: bool = True
     distill_jobs: tuple[DistillJobSpec, ...] = ()
+    sweep: SweepSpec | None = None
 
     @classmethod
     def from_file(cls, f: ScenarioFile, source: str) -> Scenario:
@@ -487,7 +495,7 @@ class Scenario:
                    pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
                    slos=tuple(slos.values()), timeout_s=float(timeout), tenants=tenants,
                    priority_classes=f.priority_classes, variants=f.variants, cohorts=f.cohorts,
-                   distill_jobs=f.distill_jobs)
+                   distill_jobs=f.distill_jobs, sweep=f.sweep)
 
     def with_variant(self, v: VariantSpec) -> Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
@@ -548,6 +556,8 @@ class Scenario:
             "variants": [v.model_dump(mode="json") for v in self.variants], "variant": self.variant,
             "preemption": self.preemption,
             "distill_jobs": [j.model_dump(mode="json") for j in self.distill_jobs],
+            # only a scenario with a sweep says so (scenario.json of other runs is unchanged)
+            **({"sweep": self.sweep.model_dump(mode="json")} if self.sweep is not None else {}),
         })
 
 

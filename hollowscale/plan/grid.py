@@ -1,0 +1,100 @@
+"""The sweep's cells (profile x mix x size) and the scenario each point runs.
+
+A point's scenario is the plan's scenario file with: the cell's node counts, the cell's mix shares,
+the cell's profile and cluster folder, a constant arrival at the point's rate for ``warmup_s +
+measure_s``, a namespace of its own (the previous point's may still be terminating), Prometheus off
+(the plan reads the control plane's own metrics at the window's ends instead) and no SLOs (the plan
+judges the measured window, not the whole run).  It is validated like any scenario.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from hollowscale.scenario import Scenario, parse_scenario
+from hollowscale.scenario.sweep import SweepSpec
+
+AS_WRITTEN = "as-written"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid: a profile, a workload mix and a size (nodes per pool)."""
+
+    profile: str
+    mix: str
+    shares: tuple[tuple[str, float], ...]  # empty: the file's shares
+    size: tuple[tuple[str, int], ...]  # every pool's node count
+
+    @property
+    def nodes(self) -> int:
+        return sum(n for _, n in self.size)
+
+    @property
+    def key(self) -> str:
+        """``<profile>/<mix>/<pool>=<n>,...``: stable across plans, used in the state's point keys."""
+        return f"{self.profile}/{self.mix}/" + ",".join(f"{p}={n}" for p, n in self.size)
+
+    def label(self) -> str:
+        return f"{self.nodes} nodes ({', '.join(f'{p} {n}' for p, n in self.size)}), mix {self.mix}, profile {self.profile}"
+
+
+def cells(doc: dict[str, Any], sweep: SweepSpec) -> list[Cell]:
+    """Every cell, profiles outermost (one cluster each), then mixes, then sizes in the order given."""
+    counts = {p["name"]: int(p.get("count", 1)) for p in doc["pools"]}
+    profiles = sweep.profiles or (str((doc.get("cluster") or {}).get("profile", "default")),)
+    mixes = [(m.name, tuple(sorted(m.shares.items()))) for m in sweep.mixes] or [(AS_WRITTEN, ())]
+    out = []
+    for profile in profiles:
+        for mix, shares in mixes:
+            for size in sweep.sizes:
+                full = dict(counts, **size)
+                out.append(Cell(profile, mix, shares,
+                                tuple((p, full[p]) for p in counts)))
+    return out
+
+
+def cluster_dir(sweep: SweepSpec, profile: str) -> str:
+    """The local cluster of one profile (reused across its cells)."""
+    return f"{sweep.cluster_dir}-{profile}"
+
+
+def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, index: int) -> dict[str, Any]:
+    """The scenario document of one point (see the module docstring)."""
+    d = copy.deepcopy(doc)
+    d.pop("sweep", None)
+    d["name"] = f"{doc['name']}-p{index:03d}"[:63].rstrip("-")
+    cluster = dict(d.get("cluster") or {})
+    base_ns = str(cluster.get("namespace", "hollowscale-load"))
+    cluster.update(profile=cell.profile, dir=cluster_dir(sweep, cell.profile), backend="local",
+                   namespace=f"{base_ns[:55]}-p{index:03d}")
+    d["cluster"] = cluster
+    size = dict(cell.size)
+    d["pools"] = [dict(p, count=size[p["name"]]) for p in d["pools"]]
+    if cell.shares:
+        shares = dict(cell.shares)
+        d["workloads"] = [dict(w, share=shares[w["name"]]) for w in d["workloads"] if shares.get(w["name"], 0) > 0]
+    arrival = dict(d["arrival"])
+    for k in ("start_rate", "end_rate", "ramp_s", "steps", "spike_rate", "spike_at_s", "spike_duration_s",
+              "max_instances"):
+        arrival.pop(k, None)
+    arrival.update(curve="constant", rate=rate, duration_s=sweep.warmup_s + sweep.measure_s)
+    d["arrival"] = arrival
+    meas = dict(d.get("measurements") or {})
+    meas.update(prometheus=False, settle_timeout_s=sweep.settle_s)
+    d["measurements"] = meas
+    d["slos"] = []
+    d["slo_defaults"] = False
+    d.pop("timeout_s", None)
+    d.pop("faults", None)
+    d.pop("variants", None)
+    return d
+
+
+def point_scenario(doc: dict[str, Any], source: str, sweep: SweepSpec, cell: Cell, rate: float, index: int,
+                   base_dir: str) -> Scenario:
+    """The validated scenario of one point."""
+    return parse_scenario(point_doc(doc, sweep, cell, rate, index), f"{source} (plan point {index}: {cell.key} "
+                          f"@ {rate:g}/s)", base_dir)

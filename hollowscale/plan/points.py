@@ -1,0 +1,104 @@
+"""One plan point: a short run of the point's scenario via the orchestrator, judged on its window.
+
+The orchestrator (:class:`hollowscale.run.orchestrator.Runner`) does everything a run does on the
+plan's running cluster (it reuses it and leaves it up): agents register the point's nodes, the Ready
+barrier, the constant-rate load, settle, teardown (agents delete their nodes, the point's namespace
+is deleted).  Beside it :class:`~hollowscale.plan.scrape.WindowWatch` reads the control plane at the
+window's ends.  The verdict per SLO comes from :mod:`.window` (warm-up excluded) and the scrape.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hollowscale.plan.scrape import ComponentScraper, WindowWatch, window_diff
+from hollowscale.plan.window import parse_iso, read_jobs, read_pods, window_figures
+from hollowscale.scenario import Scenario, SloSpec
+from hollowscale.scenario.sweep import SweepSpec
+
+#: what an SLO metric is read from in a point (anything else: the run's own summary, whole run)
+WINDOW_METRICS = ("pod_startup_latency_ms.p50", "pod_startup_latency_ms.p90", "pod_startup_latency_ms.p99")
+
+
+class PointInterrupted(Exception):
+    """Ctrl-C or SIGTERM during a point: the run tore down, the point is not recorded."""
+
+
+@dataclass
+class PointSettings:
+    sweep: SweepSpec
+    slos: tuple[SloSpec, ...]
+    out_root: Path
+
+
+def slo_value(slo: SloSpec, figures: dict[str, Any], cp: dict[str, Any] | None, summary: dict[str, Any]) \
+        -> tuple[float | None, str]:
+    """The value an SLO is judged on in a point, and where it came from."""
+    parts = slo.metric.split(".")
+    if slo.metric in WINDOW_METRICS:
+        return figures["pod_startup_latency_ms"].get(parts[1]), "window (objects created after the warm-up)"
+    if parts[0] == "api_latency_slo_ms" and cp is not None:
+        return cp["api_latency_slo_ms"].get(parts[1], {}).get(parts[2]), "window (apiserver metrics diff)"
+    node: Any = summary.get("measurements") or {}
+    for p in parts:
+        node = node.get(p) if isinstance(node, dict) else None
+    return (float(node) if isinstance(node, int | float) else None), "whole run (summary.json)"
+
+
+def judge(slos: tuple[SloSpec, ...], figures: dict[str, Any], cp: dict[str, Any] | None, summary: dict[str, Any],
+          complete: bool) -> dict[str, dict[str, Any]]:
+    """Per SLO: value, source, met, and passed = met and no growing backlog and the run complete."""
+    out = {}
+    for slo in slos:
+        value, source = slo_value(slo, figures, cp, summary)
+        met = slo.check(value)
+        passed = met and complete and not figures["backlog"]["growing"]
+        out[slo.name] = {"metric": slo.metric, "op": slo.op, "threshold": slo.threshold, "value": value,
+                         "source": source, "met": met, "passed": passed}
+    return out
+
+
+def run_point(sc: Scenario, settings: PointSettings, info: Any, rate: float, run_id: str) -> dict[str, Any]:
+    """Run one point and return its record (figures, control plane, verdicts, wall time, run folder)."""
+    from hollowscale.run.orchestrator import EXIT_INTERRUPTED, Runner
+
+    t0 = time.time()
+    runner = Runner(sc, settings.out_root, quiet=True, run_id=run_id, point_latest=False)
+    watch = WindowWatch(ComponentScraper(info), runner, settings.sweep.warmup_s)
+    watch.start()
+    try:
+        code = runner.run()
+    finally:
+        watch.stop()
+    if code == EXIT_INTERRUPTED:
+        raise PointInterrupted(run_id)
+    summary = runner.summary
+    run_dir = runner.run_dir
+    complete = bool(summary.get("complete"))
+    figures: dict[str, Any] = {}
+    load_start = summary.get("load_started_at")
+    if load_start and (run_dir / "timeline_pods.csv").exists():
+        ls = parse_iso(load_start)
+        start_ms = (ls + settings.sweep.warmup_s) * 1000.0
+        end_ms = (ls + float(summary.get("load_duration_s") or 0.0)) * 1000.0
+        figures = window_figures(read_pods(run_dir), read_jobs(run_dir), start_ms, end_ms, rate, settings.sweep.backlog)
+    else:
+        complete = False
+    cp = window_diff(watch.first, watch.last) if watch.first and watch.last else None
+    if not figures:
+        figures = {"pod_startup_latency_ms": {}, "backlog": {"growing": True, "why": "no load window"}}
+    verdicts = judge(settings.slos, figures, cp, summary, complete)
+    record = {
+        "rate": rate, "run_id": run_id, "run_dir": str(run_dir), "exit_code": code, "complete": complete,
+        "incomplete_reason": summary.get("incomplete_reason"), "errors": (summary.get("errors") or [])[:10],
+        "wall_s": round(time.time() - t0, 1), "timings": summary.get("timings") or {},
+        "nodes_ready": (summary.get("cluster") or {}).get("nodes_ready"),
+        "figures": figures, "control_plane": cp, "slos": verdicts,
+        "passed_all": all(v["passed"] for v in verdicts.values()),
+    }
+    (run_dir / "plan-point.json").write_text(json.dumps(record, indent=2, default=str))
+    return record
