@@ -120,6 +120,22 @@ def saturation(points: Any, slos: Any) -> dict[str, Any]:
             "lowest_missed": min(bad, key=lambda r: r["mutating_per_s"]) if bad else None, "points": rows}
 
 
+def why_failed(cell: dict[str, Any], slo: str, rate: float) -> str:
+    """Why the point (cell, rate) failed ``slo``: the value missed, the backlog grew, or the run was incomplete."""
+    p = next((p for p in cell["points"] if p["rate"] == rate), None)
+    if p is None:
+        return "not measured"
+    reasons = []
+    v = (p.get("slos") or {}).get(slo) or {}
+    if not v.get("met"):
+        reasons.append(f"{slo} missed: {v.get('value') if v.get('value') is not None else 'no value (a pod never ran)'}")
+    if (p.get("backlog") or {}).get("growing"):
+        reasons.append(f"backlog grows: {(p.get('backlog') or {}).get('why')}")
+    if not p.get("complete"):
+        reasons.append(f"run incomplete: {p.get('incomplete_reason')}")
+    return "; ".join(reasons) or "failed"
+
+
 def answers(doc: dict[str, Any]) -> list[str]:
     """The plan's answers in words."""
     out = []
@@ -135,7 +151,8 @@ def answers(doc: dict[str, Any]) -> list[str]:
                            f"still hold {slo_desc[name]}: the knee is at least that.")
             else:
                 out.append(f"at {k['knee']:g} instances/s of mix {c['mix']}, {who} hold {slo_desc[name]}; at "
-                           f"{k['failing']:g}/s they do not (knee within {k['step']:g}/s).")
+                           f"{k['failing']:g}/s they do not ({why_failed(c, name, k['failing'])}; knee within "
+                           f"{k['step']:g}/s).")
     sat = doc["saturation"]
     if sat["highest_met"]:
         h = sat["highest_met"]

@@ -133,6 +133,7 @@ def test_capacity_report_answers_in_words_with_labelled_projections(tmp_path: Pa
     assert "at 7 instances/s of mix as-written, 100 nodes (gpu 100, profile default) hold pod_startup_latency_ms.p99" in text
     assert "the highest mutating rate served with API mutating p99 <= 1000 ms was 90 requests/s" in text
     assert "saturates by 110 mutating requests/s" in text
+    assert "at 5/s they do not (pod_startup_p99 missed: 1.0; knee within 2/s)" in text
     api = doc["fits"]["default"]["components"]["apiserver"]["cpu_cores_avg"]
     assert api["fit"]["coef"]["per_node"] == pytest.approx(0.001, abs=2e-4)
     for p in api["projections"]:
