@@ -941,8 +941,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steady-s", type=float, default=45, help="steady window at each size")
     p.add_argument("--settle-s", type=float, default=10, help="pause after all Ready before a window")
     p.add_argument("--churn-s", type=float, default=35, help="seconds of pod creation per churn window")
-    p.add_argument("--churn-rate", type=float, default=25, help="pods/s of the churn window at every size")
-    p.add_argument("--sweep", type=floats, default=[10.0, 25.0, 50.0, 100.0], help="pods/s on agent A at 1k nodes")
+    p.add_argument("--churn-rate", type=float, default=10, help="pods/s of the churn window at every size")
+    p.add_argument("--sweep", type=floats, default=[10.0, 20.0, 40.0, 80.0],
+                   help="pods/s on agent A at 1k nodes, rising until it falls behind")
     p.add_argument("--drain-cap-s", type=float, default=20, help="wait this long for a churn window's pods to go")
     p.add_argument("--growth-steps", type=int, default=len(GROWTH), help=f"sizes to grow through (1..{len(GROWTH)})")
     p.add_argument("--size-scale", type=float, default=1.0,
@@ -950,7 +951,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--register-cap-s", type=float, default=120, help="give up waiting for nodes Ready after this")
     p.add_argument("--quota", type=float, default=0.1, help="CPU limit (cores) of the saturation agent's pod phase")
     p.add_argument("--quota-nodes", type=int, default=1000, help="nodes of the saturation agent")
-    p.add_argument("--quota-steps", type=floats, default=[0.1, 0.04, 0.02, 0.01],
+    p.add_argument("--quota-steps", type=floats, default=[0.1, 0.05, 0.03, 0.02, 0.01],
                    help="CPU limits (cores) the saturation agent's nodes are held at, in order ('' to skip)")
     p.add_argument("--quota-rates", type=floats, default=[10.0, 20.0, 30.0, 45.0],
                    help="pods/s offered to the saturation agent at --quota, until it falls behind ('' to skip)")
