@@ -21,6 +21,7 @@ nodes, target = the same cluster, reached through its kubeconfig):
 
 from __future__ import annotations
 
+import random
 import socket
 import tempfile
 import time
@@ -52,7 +53,6 @@ from hollowscale.run.children import Children
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
-from kubecore.procs import free_ports
 from kubecore.watch import list_all, session_for
 
 Log = Callable[[str], None]
@@ -67,12 +67,28 @@ def driver_namespace(sc: Scenario) -> str:
     return f"{sc.cluster.namespace}-driver"[:63]
 
 
-def consecutive_free_ports(count: int, tries: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that were free a moment ago."""
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (``ip_local_port_range``)."""
+    try:
+        lo, hi = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def consecutive_free_ports(count: int, tries: int = 200, low: int = 10000) -> int:
+    """The first of ``count`` consecutive loopback ports that were free a moment ago.
+
+    Chosen below the ephemeral range: a port from it can be taken at any moment as the local end of
+    some outgoing connection on this shared machine (an agent pod once failed to bind such a port),
+    and the pods bind theirs only seconds later.
+    """
+    lo, hi = ephemeral_range()
+    top = lo - count if lo - count > low else 65535 - count
+    start = low if lo - count > low else hi + 1
+    rng = random.Random()
     for _ in range(tries):
-        base = free_ports(1)[0]
-        if base + count > 65535:
-            continue
+        base = rng.randint(start, top)
         socks = []
         try:
             for port in range(base, base + count):
@@ -242,8 +258,8 @@ class InClusterRun:
         t0 = time.monotonic()
         agent_image, prom_image = self.prepare_images()
         self.claim = claim_namespace(self.http, self.server, driver_namespace(self.sc), self.run_id, log=self.log)
-        base = consecutive_free_ports(self.sc.agents.shards)
-        master, web, prom = free_ports(3)
+        base = consecutive_free_ports(self.sc.agents.shards + 3)  # agents, then master, web, Prometheus
+        master, web, prom = base + self.sc.agents.shards, base + self.sc.agents.shards + 1, base + self.sc.agents.shards + 2
         target_server = self.server.split("://", 1)[1].rstrip("/")
         self.settings = RunManifestSettings(
             namespace=self.claim.name, run_id=self.run_id, shards=self.sc.agents.shards,
@@ -322,9 +338,34 @@ class InClusterRun:
                                                               label_selector=f"{NODE_LABEL}=true")
                       if n["metadata"]["name"] in names)
 
-    def teardown(self, sleep: Callable[[float], None] = time.sleep, grace_s: float = 180.0) -> list[str]:
-        """Delete everything the run created, driver first (agents delete their nodes), target last."""
+    def save_logs(self, folder: Path) -> list[str]:
+        """Every pod's log (and its previous container's, after a restart) into ``folder``; the files."""
+        if self.settings is None:
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        try:
+            pods = self.pods()
+        except requests.RequestException:
+            return []
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            restarted = any(cs.get("restartCount", 0) for cs in (pod.get("status") or {}).get("containerStatuses") or [])
+            for previous in (False, True) if restarted else (False,):
+                text = podwait.log_tail(self.http, self.server, self.settings.namespace, name, lines=100_000,
+                                        previous=previous)
+                path = folder / f"{name}{'.previous' if previous else ''}.log"
+                path.write_text(text)
+                written.append(path.name)
+        return written
+
+    def teardown(self, sleep: Callable[[float], None] = time.sleep, grace_s: float = 180.0,
+                 logs: Path | None = None) -> list[str]:
+        """Delete everything the run created, driver first (agents delete their nodes), target last;
+        the pods' logs are saved into ``logs`` first."""
         t0 = time.monotonic()
+        if logs is not None:
+            self.save_logs(logs)
         errors = self.driver.delete_all(self.log)
         left = self.driver.wait_gone(grace_s, sleep) if self.driver.created else []
         pods_left: list[str] = []

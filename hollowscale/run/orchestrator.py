@@ -510,7 +510,7 @@ class Runner:
         if self.agents is not None:  # SIGTERM: each agent deletes its nodes (--delete-nodes-on-exit)
             self.agents.stop(grace_s=90)
         if self.incluster is not None:  # deleting the pods stops the agents (they delete their nodes)
-            self.errors += self.incluster.teardown()
+            self.errors += self.incluster.teardown(logs=self.run_dir / "logs")
         if self.prom is not None:
             self.prom.stop()
         if self.endpoint is not None:
