@@ -61,15 +61,17 @@ def cluster_dir(sweep: SweepSpec, profile: str) -> str:
     return f"{sweep.cluster_dir}-{profile}"
 
 
-def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, index: int) -> dict[str, Any]:
-    """The scenario document of one point (see the module docstring)."""
+def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, index: int,
+              stamp: str = "") -> dict[str, Any]:
+    """The scenario document of one point (see the module docstring); ``stamp`` makes the namespace of a
+    point measured again (after an interruption) differ from the interrupted attempt's."""
     d = copy.deepcopy(doc)
     d.pop("sweep", None)
     d["name"] = f"{doc['name']}-p{index:03d}"[:63].rstrip("-")
     cluster = dict(d.get("cluster") or {})
     base_ns = str(cluster.get("namespace", "hollowscale-load"))
     cluster.update(profile=cell.profile, dir=cluster_dir(sweep, cell.profile), backend="local",
-                   namespace=f"{base_ns[:55]}-p{index:03d}")
+                   namespace=f"{base_ns[:45]}-p{index:03d}" + (f"-{stamp}" if stamp else ""))
     d["cluster"] = cluster
     size = dict(cell.size)
     d["pools"] = [dict(p, count=size[p["name"]]) for p in d["pools"]]
@@ -94,7 +96,7 @@ def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, in
 
 
 def point_scenario(doc: dict[str, Any], source: str, sweep: SweepSpec, cell: Cell, rate: float, index: int,
-                   base_dir: str) -> Scenario:
+                   base_dir: str, stamp: str = "") -> Scenario:
     """The validated scenario of one point."""
-    return parse_scenario(point_doc(doc, sweep, cell, rate, index), f"{source} (plan point {index}: {cell.key} "
-                          f"@ {rate:g}/s)", base_dir)
+    return parse_scenario(point_doc(doc, sweep, cell, rate, index, stamp), f"{source} (plan point {index}: "
+                          f"{cell.key} @ {rate:g}/s)", base_dir)

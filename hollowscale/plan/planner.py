@@ -84,9 +84,13 @@ class Planner:
 
     # ------------------------------------------------------------------------------ points
     def _measure_real(self, cell: Cell, rate: float, index: int) -> dict[str, Any]:
-        sc = point_scenario(self.doc, self.sc.source, self.sweep, cell, rate, index, str(Path(self.sc.source).parent))
+        # the time keeps a point measured again after an interruption out of the interrupted attempt's
+        # folder and namespace (which may still be terminating on a cluster that was left running)
+        stamp = time.strftime("%H%M%S")
+        sc = point_scenario(self.doc, self.sc.source, self.sweep, cell, rate, index, str(Path(self.sc.source).parent),
+                            stamp)
         settings = PointSettings(self.sweep, self.slos, self.out / "points")
-        run_id = f"p{index:03d}-{cell.nodes}n-{cell.mix}-{rate:g}"
+        run_id = f"p{index:03d}-{cell.nodes}n-{cell.mix}-{rate:g}-{stamp}"
         return run_point(sc, settings, self.info, rate, run_id)
 
     def point(self, cell: Cell, rate: float) -> dict[str, Any]:
