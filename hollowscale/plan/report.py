@@ -188,7 +188,9 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     for c in cells:
         xs = [p["rate"] for p in c["points"]]
         ys = [p["pod_startup_p99_ms"] if p["pod_startup_p99_ms"] is not None else float("nan") for p in c["points"]]
-        ax.plot(xs, ys, "o-", label=f"{c['nodes']} nodes {c['mix']} {c['profile']}")
+        line = ax.plot(xs, ys, "o-", label=f"{c['nodes']} nodes {c['mix']} {c['profile']}")[0]
+        bad = [(x, y) for x, y, p in zip(xs, ys, c["points"], strict=True) if not p["passed_all"]]
+        ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", s=60, color=line.get_color(), zorder=3)
     for s in doc["slos"]:
         if s["metric"] == "pod_startup_latency_ms.p99":
             ax.axhline(s["threshold"], color="C3", ls="--", lw=1, label=f"SLO {s['threshold']:g} ms")
@@ -196,7 +198,8 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     ax.set_ylabel("pod startup p99 (ms)")
     ax.set_yscale("log")
     ax.legend(fontsize=7)
-    out.append(("plot-startup-vs-rate", "p99 pod startup vs rate per size (warm-up excluded; missing = a pod never ran)",
+    out.append(("plot-startup-vs-rate", "p99 pod startup vs rate per size (warm-up excluded; x = the point failed an "
+                "SLO or its backlog grew; missing = a pod never ran)",
                 _svg(fig)))
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     names = sorted({k for c in cells for k in c["knees"]})
@@ -214,6 +217,7 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, label=name)
     ax.set_xlabel("nodes")
     ax.set_ylabel("sustainable rate (instances/s)")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
     out.append(("plot-knee-vs-nodes", "sustainable rate (knee, bar up to the first failing rate) vs nodes", _svg(fig)))
     comps = sorted({comp for c in cells for p in c["points"] for comp in (p["components"] or {})})

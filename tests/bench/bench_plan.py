@@ -116,7 +116,14 @@ def write(dirs: list[Path]) -> None:
             val = "n/a" if p["value"] is None else f"{p['value']:.2f}"
             lines.append(f"- run {p['run']}: {p['nodes']:,} nodes at {p['pods_per_s']:g} pods/s: {val} {err} cores; "
                          f"{p['label']}")
-    lines += ["", "Answers of run 1:", ""] + [f"- {a}" for a in doc["runs"][0]["answers"]]
+    api = [p for p in projections if p["component"] == "apiserver" and p["resource"] == "cpu_cores_avg"
+           and p["interval_95"]]
+    for n in sorted({p["nodes"] for p in api}):
+        ivs = [p["interval_95"] for p in api if p["nodes"] == n]
+        if len(ivs) == 2:
+            overlap = ivs[0][0] <= ivs[1][1] and ivs[1][0] <= ivs[0][1]
+            lines.append(f"- at {n:,} nodes the two runs' 95% intervals {'overlap' if overlap else 'DO NOT overlap'}")
+    lines += ["", "Answers of run 2:", ""] + [f"- {a}" for a in doc["runs"][-1]["answers"]]
     (out / "plan-small.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out / 'plan-small.json'} and .md; reproducible: {doc['reproducible']}")
 
