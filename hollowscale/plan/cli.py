@@ -31,7 +31,7 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
     come from objects created after the warm-up; it passes an SLO when the SLO is met AND the backlog
     of unfinished objects is not growing.  Progress lines show each point and an ETA; Ctrl-C stops
     cleanly (the cluster the plan started is stopped) and a second `hollowscale plan` continues.
-    Exit 0 when the report is written, 130 when interrupted, 2 on bad input.
+    Exit 0 when the report is written, 130 when interrupted, 1 on bad input (file, field, expected).
     """
     from hollowscale.cluster.local import LocalCluster
     from hollowscale.plan.planner import Planner
