@@ -54,7 +54,9 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
                                    "measure_s): a plan needs one; see scenarios/plan-small.yaml")
     folder = Path(out) if out else Path("reports") / "plan" / sc.name
     try:
-        state = PlanState(folder, fingerprint(sc.to_dict()), fresh=not resume)
+        # what decides the points, not where the file was read from
+        state = PlanState(folder, fingerprint({k: v for k, v in sc.to_dict().items() if k != "source"}),
+                          fresh=not resume)
     except PlanStateError as exc:
         raise click.ClickException(str(exc)) from None
 

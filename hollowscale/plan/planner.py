@@ -65,8 +65,9 @@ class Planner:
 
     # ------------------------------------------------------------------------------ progress
     def expected_points(self) -> int:
-        """About how many points the plan measures: per cell, one per bisection step plus a bound check."""
-        return len(self.cells) * (self.sweep.rate.steps() + 1)
+        """About how many points the plan measures: per cell, one per bisection step (a bound check or
+        SLOs that disagree add a few; the count shown grows when they do)."""
+        return len(self.cells) * self.sweep.rate.steps()
 
     def eta_s(self) -> float | None:
         walls = [w for w in self.point_walls if w > 0]
