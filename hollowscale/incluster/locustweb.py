@@ -10,6 +10,8 @@ report) into the run folder, where the report reads them as it does for the proc
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ FILES = {
     "locust_stats_history.csv": "/stats/requests_full_history/csv",
     "locust.html": "/stats/report?download=1",
 }
+#: seconds between two reads of the master's totals that must agree (worker report interval 3 s, web cache 2 s)
+REPORT_SETTLE_S = 5.5
 
 
 class LocustWebError(RuntimeError):
@@ -60,6 +64,24 @@ class LocustMaster:
     def worker_count(self) -> int:
         doc = self.stats()
         return int(doc.get("worker_count", len(doc.get("workers") or [])))
+
+    def total_requests(self) -> int:
+        """Requests and events the master counted so far (its ``Aggregated`` row)."""
+        rows = self.stats().get("stats") or []
+        return int(rows[-1].get("num_requests", 0)) if rows else 0
+
+    def wait_final_stats(self, sleep: Callable[[float], None], timeout_s: float = 20.0) -> int:
+        """After the curve ended: until the workers' last reports arrived (the total holds still over
+        one report interval, 3 s in Locust, plus the web API's 2 s cache); the total."""
+        deadline = time.monotonic() + timeout_s
+        total = self.total_requests()
+        while time.monotonic() < deadline:
+            sleep(REPORT_SETTLE_S)
+            now = self.total_requests()
+            if now == total:
+                return now
+            total = now
+        return total
 
     def start(self) -> str:
         """``POST /swarm``: the shape class takes over; its message."""

@@ -384,6 +384,7 @@ class Runner:
                 master.stop()
                 break
         self.t_load_end = time.time()
+        master.wait_final_stats(self._sleep)  # the workers' last reports reach the master after it stopped
         master.save_files(ldir)
         elapsed = self.t_load_end - self.t_load_start
         if elapsed < duration - 5:

@@ -1,0 +1,137 @@
+"""``agents.placement: in-cluster`` end to end on the session cluster's real node.
+
+``scenarios/incluster-small.yaml`` as shipped (3 agent shards as a StatefulSet, Locust's master and 2
+workers, Prometheus, all pods on the real node through ``deploy/hollowscale/overlays/local-real-nodes``;
+2,000 hollow nodes registered by those pods in the same cluster; ~30 s of load), pointed at the
+session cluster.  Then nothing of the run may be left: no object with its label anywhere (pods,
+StatefulSet, Deployments, Secrets, ConfigMaps, ServiceAccounts, RBAC on both sides), no namespace it
+created, no hollow node or node Lease of its pool, no container on the real node's containerd and no
+process of its pods on this machine.  The agent and Prometheus images stay imported in the node's
+containerd (as pause, busybox and distill do: a cache, removed with the node).
+
+Cold cost: the first build of the two images takes ~25 s and their import ~17 s; later runs find both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hollowscale.cluster.local import ClusterInfo
+from hollowscale.cluster.realnode.images import ctr_binary
+from kubecore.namespaces import RUN_LABEL
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+def kubectl_json(kubectl: list[str], *args: str) -> dict[str, Any]:
+    out = subprocess.run([*kubectl, *args, "-o", "json"], capture_output=True, text=True, check=True, timeout=60)
+    doc: dict[str, Any] = json.loads(out.stdout)
+    return doc
+
+
+def names(kubectl: list[str], *args: str) -> list[str]:
+    return [f"{i['kind']} {i['metadata'].get('namespace', '')}/{i['metadata']['name']}"
+            for i in kubectl_json(kubectl, *args).get("items", [])]
+
+
+def processes_matching(needles: list[str]) -> list[str]:
+    """Command lines on this machine that contain one of ``needles``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(n in cmd for n in needles):
+            found.append(f"{proc.name}: {cmd[:200]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def scenario(real_cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    doc = yaml.safe_load((ROOT / "scenarios" / "incluster-small.yaml").read_text())
+    doc["cluster"]["kubeconfig"] = str(real_cluster.kubeconfig)
+    doc["slo_defaults"] = False  # API latency SLOs on 2 shared cores are not what this test is about
+    path = tmp_path_factory.mktemp("incluster") / "incluster-small.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_incluster_run_registers_the_nodes_reports_and_leaves_nothing(
+        real_cluster: ClusterInfo, kubectl: list[str], scenario: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    run_dir = (out / "latest").resolve()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    log = r.stdout[-3000:] + r.stderr[-3000:]
+    assert summary["complete"], (summary.get("incomplete_reason"), summary.get("errors"), log)
+    assert r.returncode == 0, log
+    assert summary["errors"] == [] or all("transient" in e for e in summary["errors"]), summary["errors"]
+
+    # the pods ran on the real node: 3 agent shards, Locust's master and 2 workers, Prometheus
+    inc = summary["incluster"]
+    real = {n.name for n in real_cluster.real_nodes}
+    pods = {p["name"].rsplit("-", 2)[0] if not p["name"].startswith("hollow-agent") else p["name"]: p
+            for p in inc["pods"]}
+    assert sorted(pods) == ["hollow-agent-0", "hollow-agent-1", "hollow-agent-2", "locust-master", "locust-worker",
+                            "prometheus"], inc["pods"]
+    assert len(inc["pods"]) == 7 and all(p["node"] in real and p.get("ready_s") is not None for p in inc["pods"])
+    assert summary["cluster"]["agents"]["placement"] == "in-cluster"
+    assert summary["cluster"]["agents"]["ports"] == inc["ports"]["agents"]
+    # the scenario's node count, registered by those pods
+    assert summary["cluster"]["nodes_ready"] == summary["cluster"]["nodes_expected"] == 2000
+    # Locust's stats came from the master pod; the load ran and every job finished
+    locust = summary["load"]["locust"]
+    assert locust["csv"] == "locust/locust_stats.csv" and (run_dir / "locust" / "locust_stats_history.csv").exists()
+    assert locust["by_type"]["POST"]["requests"] > 20 and locust["by_type"]["POST"]["failures"] == 0
+    jobs = summary["measurements"]["jobs"]
+    assert jobs["submitted"] == locust["by_type"]["POST"]["requests"] and jobs["failed"] == 0 and \
+        jobs["unfinished"] == 0, jobs
+    # Prometheus (a pod) scraped the apiserver with its least-privilege token and every agent
+    targets = summary["prometheus"]["targets"]
+    assert targets and all(h == "up" for h in targets.values()), targets
+    assert summary["measurements"]["api_latency_ms"]["POST"]["count"] > 0
+    for name in ("summary.md", "report.html", "junit.xml"):
+        assert (run_dir / name).exists(), name
+    assert {f"{p['name']}.log" for p in inc["pods"]} <= {p.name for p in (run_dir / "logs").iterdir()}
+
+    # nothing of the run is left, in the driver or the target (the same cluster here)
+    run_id = summary["run_id"]
+    selector = f"{RUN_LABEL}={run_id}"
+    deadline = time.monotonic() + 120  # the namespaces finish terminating (their pods were on hollow nodes)
+    while True:
+        left = names(kubectl, "get", "namespaces", "-l", selector)
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert left == []
+    assert names(kubectl, "get", "pods,statefulsets,deployments,services,secrets,configmaps,serviceaccounts,"
+                              "roles,rolebindings", "-A", "-l", selector) == []
+    assert names(kubectl, "get", "clusterroles,clusterrolebindings", "-l", selector) == []
+    assert names(kubectl, "get", "nodes", "-l", "hollowscale.io/pool=incluster-cpu") == []
+    assert [n for n in names(kubectl, "get", "leases", "-n", "kube-node-lease")
+            if "/incluster-cpu-" in n] == []
+    for node in real_cluster.real_nodes:
+        containers = subprocess.run([ctr_binary(), "--address", str(node.containerd_socket), "-n", "k8s.io",
+                                     "containers", "ls"], capture_output=True, text=True, check=True).stdout
+        assert "hollowscale.local/agent" not in containers and "hollowscale.local/prometheus" not in containers, \
+            containers
+    assert processes_matching([f"--run-id {run_id}", *(f"--metrics-port {p}" for p in inc["ports"]["agents"]),
+                               f"127.0.0.1:{inc['ports']['prometheus']}"]) == []
+    print(f"in-cluster run: {took:.0f}s; timings {summary['timings']}; in-cluster {inc['timings']}; "
+          f"teardown {inc['teardown']}")
