@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 PROJECT_TO = (5000, 15000)
 
 # two-sided 95% Student t quantiles (0.975) for 1..30 degrees of freedom
@@ -47,14 +45,14 @@ class Fit:
     def predict(self, nodes: float, pods_per_s: float) -> dict[str, Any]:
         """Fitted value and 95% prediction interval at (nodes, pods/s), labelled a projection when
         outside the measured sizes."""
-        x = np.array([1.0, nodes, pods_per_s])
-        y = float(x @ np.array(self.coef))
+        x = [1.0, float(nodes), float(pods_per_s)]
+        y = _dot(x, self.coef)
         out: dict[str, Any] = {"nodes": nodes, "pods_per_s": round(pods_per_s, 3), "value": round(y, 4),
                                "interval_95": None, "error_95": None}
         if self.xtx_inv is None:  # nodes and pods/s not separated: any projection in nodes would be made up
             out.update(value=None, why=self.note)
         if self.residual_sd is not None and self.xtx_inv is not None and self.dof >= 1:
-            var = self.residual_sd ** 2 * (1.0 + float(x @ np.array(self.xtx_inv) @ x))
+            var = self.residual_sd ** 2 * (1.0 + _dot(x, _matvec(self.xtx_inv, x)))
             half = t975(self.dof) * var ** 0.5
             out.update(interval_95=[round(y - half, 4), round(y + half, 4)], error_95=round(half, 4))
         lo, hi = self.nodes_range
@@ -71,35 +69,69 @@ class Fit:
                 "nodes_range": list(self.nodes_range), "rate_range": list(self.rate_range), "note": self.note}
 
 
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(sum(x * y for x, y in zip(a, b, strict=True)))
+
+
+def _matvec(m: Sequence[Sequence[float]], v: Sequence[float]) -> list[float]:
+    return [_dot(row, v) for row in m]
+
+
+def invert(m: Sequence[Sequence[float]], tol: float = 1e-10) -> tuple[list[list[float]] | None, int]:
+    """(inverse or None when singular, rank) of a small square matrix: Gauss-Jordan with partial pivoting
+    on the matrix scaled to a unit diagonal, so nodes (hundreds) and pods/s (units) weigh alike."""
+    n = len(m)
+    d = [abs(m[i][i]) ** 0.5 or 1.0 for i in range(n)]
+    a = [[m[i][j] / (d[i] * d[j]) for j in range(n)] + [1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+    rank = 0
+    singular = False
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if abs(a[piv][col]) <= tol:
+            singular = True
+            continue
+        rank += 1
+        a[col], a[piv] = a[piv], a[col]
+        p = a[col][col]
+        a[col] = [v / p for v in a[col]]
+        for r in range(n):
+            if r != col and a[r][col] != 0.0:
+                f = a[r][col]
+                a[r] = [v - f * w for v, w in zip(a[r], a[col], strict=True)]
+    if singular:
+        return None, rank
+    return [[a[i][n + j] / (d[i] * d[j]) for j in range(n)] for i in range(n)], rank
+
+
 def fit_cost(nodes: Sequence[float], pods_per_s: Sequence[float], cost: Sequence[float]) -> Fit | None:
     """Least squares of ``cost`` on nodes and pods/s (None with fewer than two points)."""
     n = len(cost)
     if n < 2:
         return None
-    x = np.column_stack([np.ones(n), np.asarray(nodes, float), np.asarray(pods_per_s, float)])
-    y = np.asarray(cost, float)
-    rank = int(np.linalg.matrix_rank(x))
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    rows = [[1.0, float(a), float(b)] for a, b in zip(nodes, pods_per_s, strict=True)]
+    y = [float(v) for v in cost]
+    xtx = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    xty = [sum(r[i] * v for r, v in zip(rows, y, strict=True)) for i in range(3)]
+    xtx_inv, rank = invert(xtx)
     dof = n - 3
-    note = ""
-    if rank < 3:
+    spans = ((int(min(nodes)), int(max(nodes))), (float(min(pods_per_s)), float(max(pods_per_s))))
+    if xtx_inv is None:
         note = (f"the points do not separate nodes from pods/s (rank {rank} < 3): need at least two sizes and two "
-                "rates; coefficients are a minimum-norm solution, no error can be given")
-        return Fit([float(v) for v in coef], [None] * 3, None, n, dof, (int(min(nodes)), int(max(nodes))),
-                   (float(min(pods_per_s)), float(max(pods_per_s))), None, note)
-    resid = y - x @ coef
-    xtx_inv = np.linalg.inv(x.T @ x)
+                "rates; no coefficients, error or projection can be given")
+        mean = sum(y) / n
+        return Fit([mean, 0.0, 0.0], [None] * 3, None, n, dof, spans[0], spans[1], None, note)
+    coef = _matvec(xtx_inv, xty)
+    resid = [v - _dot(r, coef) for r, v in zip(rows, y, strict=True)]
     if dof < 1:
         note = f"{n} points for 3 coefficients: no residual degrees of freedom, no error can be given"
-        return Fit([float(v) for v in coef], [None] * 3, None, n, dof, (int(min(nodes)), int(max(nodes))),
-                   (float(min(pods_per_s)), float(max(pods_per_s))), xtx_inv.tolist(), note)
-    s2 = float(resid @ resid) / dof
-    se = [float(v) ** 0.5 for v in np.diag(xtx_inv) * s2]
+        return Fit(coef, [None] * 3, None, n, dof, spans[0], spans[1], xtx_inv, note)
+    s2 = sum(r * r for r in resid) / dof
+    se: list[float | None] = [max(xtx_inv[i][i] * s2, 0.0) ** 0.5 for i in range(3)]
+    note = ""
     if dof < 5 or len(set(nodes)) < 3:
         note = (f"{n} points over {len(set(nodes))} sizes ({dof} residual degrees of freedom): the error is large "
                 "and the straight-line-in-nodes assumption is untested beyond the sizes measured")
-    return Fit([float(v) for v in coef], se, s2 ** 0.5, n, dof, (int(min(nodes)), int(max(nodes))),
-               (float(min(pods_per_s)), float(max(pods_per_s))), xtx_inv.tolist(), note)
+    return Fit(coef, se, s2 ** 0.5, n, dof, spans[0], spans[1], xtx_inv, note)
 
 
 def cost_fits(points: Sequence[dict[str, Any]], nodes_of: dict[str, int], at_pods_per_s: float) -> dict[str, Any]:
