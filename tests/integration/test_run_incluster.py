@@ -9,6 +9,8 @@ created, no hollow node or node Lease of its pool, no container on the real node
 process of its pods on this machine.  The agent and Prometheus images stay imported in the node's
 containerd (as pause, busybox and distill do: a cache, removed with the node).
 
+An interrupted run (SIGINT while the pods start) ends with exit 130 and leaves nothing either.
+
 Cold cost: the first build of the two images takes ~25 s and their import ~17 s; later runs find both.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -112,26 +115,59 @@ def test_incluster_run_registers_the_nodes_reports_and_leaves_nothing(
 
     # nothing of the run is left, in the driver or the target (the same cluster here)
     run_id = summary["run_id"]
+    assert_nothing_left(kubectl, real_cluster, run_id, "incluster-cpu")
+    for node in real_cluster.real_nodes:  # the kubelet's container GC (every minute) removes the exited ones
+        deadline = time.monotonic() + 90
+        while True:
+            containers = subprocess.run([ctr_binary(), "--address", str(node.containerd_socket), "-n", "k8s.io",
+                                         "containers", "ls"], capture_output=True, text=True, check=True).stdout
+            ours = [line for line in containers.splitlines()
+                    if "hollowscale.local/agent" in line or "hollowscale.local/prometheus" in line]
+            if not ours or time.monotonic() > deadline:
+                break
+            time.sleep(3)
+        assert ours == [], containers
+    assert processes_matching([f"--run-id {run_id}", *(f"--metrics-port {p}" for p in inc["ports"]["agents"]),
+                               f"127.0.0.1:{inc['ports']['prometheus']}"]) == []
+    print(f"in-cluster run: {took:.0f}s; timings {summary['timings']}; in-cluster {inc['timings']}; "
+          f"teardown {inc['teardown']}")
+
+
+def assert_nothing_left(kubectl: list[str], real_cluster: ClusterInfo, run_id: str, pool: str) -> None:
     selector = f"{RUN_LABEL}={run_id}"
-    deadline = time.monotonic() + 120  # the namespaces finish terminating (their pods were on hollow nodes)
-    while True:
-        left = names(kubectl, "get", "namespaces", "-l", selector)
-        if not left or time.monotonic() > deadline:
-            break
+    deadline = time.monotonic() + 120  # namespaces finish terminating (their pods were on hollow nodes)
+    while (left := names(kubectl, "get", "namespaces", "-l", selector)) and time.monotonic() < deadline:
         time.sleep(2)
     assert left == []
     assert names(kubectl, "get", "pods,statefulsets,deployments,services,secrets,configmaps,serviceaccounts,"
                               "roles,rolebindings", "-A", "-l", selector) == []
     assert names(kubectl, "get", "clusterroles,clusterrolebindings", "-l", selector) == []
-    assert names(kubectl, "get", "nodes", "-l", "hollowscale.io/pool=incluster-cpu") == []
-    assert [n for n in names(kubectl, "get", "leases", "-n", "kube-node-lease")
-            if "/incluster-cpu-" in n] == []
-    for node in real_cluster.real_nodes:
-        containers = subprocess.run([ctr_binary(), "--address", str(node.containerd_socket), "-n", "k8s.io",
-                                     "containers", "ls"], capture_output=True, text=True, check=True).stdout
-        assert "hollowscale.local/agent" not in containers and "hollowscale.local/prometheus" not in containers, \
-            containers
-    assert processes_matching([f"--run-id {run_id}", *(f"--metrics-port {p}" for p in inc["ports"]["agents"]),
-                               f"127.0.0.1:{inc['ports']['prometheus']}"]) == []
-    print(f"in-cluster run: {took:.0f}s; timings {summary['timings']}; in-cluster {inc['timings']}; "
-          f"teardown {inc['teardown']}")
+    assert names(kubectl, "get", "nodes", "-l", f"hollowscale.io/pool={pool}") == []
+    assert [n for n in names(kubectl, "get", "leases", "-n", "kube-node-lease") if f"/{pool}-" in n] == []
+
+
+def test_interrupted_incluster_run_leaves_nothing(real_cluster: ClusterInfo, kubectl: list[str], scenario: Path,
+                                                  tmp_path: Path) -> None:
+    doc = yaml.safe_load(scenario.read_text())
+    doc["pools"][0].update(name="incluster-int", count=60, labels={"hollowscale.io/pool": "incluster-int"})
+    doc["workloads"][0]["roles"][0]["node_selector"] = {"hollowscale.io/pool": "incluster-int"}
+    small = tmp_path / "interrupted.yaml"
+    small.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(small), "--out", str(out), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:  # interrupt once its agent pods exist
+        pods = kubectl_json(kubectl, "get", "pods", "-A", "-l", "app.kubernetes.io/name=hollow-agent")["items"]
+        if len(pods) == 3:
+            break
+        time.sleep(1)
+    assert proc.poll() is None, proc.communicate()[0][-3000:]
+    proc.send_signal(signal.SIGINT)
+    log = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, log[-3000:]
+    summary = json.loads(((out / "latest").resolve() / "summary.json").read_text())
+    assert summary["complete"] is False and summary["incomplete_reason"] == "interrupted by SIGINT"
+    assert summary["incluster"]["teardown"]["objects_deleted"] == len(summary["incluster"]["objects_created"]) > 20
+    assert summary["errors"] == [], summary["errors"]
+    assert_nothing_left(kubectl, real_cluster, summary["run_id"], "incluster-int")

@@ -87,6 +87,10 @@ def test_base_is_for_a_pod_network_and_needs_no_driver_api() -> None:
     assert env_of(by_kind(docs, "StatefulSet")["hollow-agent"])["AGENT_PORT_STEP"] == "0"
     assert env_of(by_kind(docs, "Deployment")["locust-worker"])["LOCUST_MASTER_HOST"] == "locust-master"
     assert by_kind(docs, "Service")["hollow-agent"]["spec"]["clusterIP"] == "None"  # one DNS name per shard
+    # an early SIGTERM (a run interrupted while they start) must end them, not wait out the grace period
+    assert by_kind(docs, "StatefulSet")["hollow-agent"]["spec"]["template"]["spec"]["shareProcessNamespace"] is True
+    for name in ("locust-master", "locust-worker"):
+        assert by_kind(docs, "Deployment")[name]["spec"]["template"]["spec"]["shareProcessNamespace"] is True
 
 
 def test_local_overlay_runs_on_real_nodes_host_network_loopback() -> None:
