@@ -85,8 +85,18 @@ def build_capacity(sc: Any, planner: Any, result: Any) -> dict[str, Any]:
         "order": result.order, "cells": cells_out, "fits": fits,
         "saturation": saturation(state.points.values(), planner.slos),
     }
-    doc["answers"] = answers(doc)
+    doc["instance"] = instance_words(sc)
+    doc["answers"] = [f"rates are workload instances/s: {doc['instance']}", *answers(doc)]
     return doc
+
+
+def instance_words(sc: Any) -> str:
+    """What one workload instance is in this scenario's mix (one object per role)."""
+    parts = []
+    for w in sc.workloads:
+        roles = " + ".join(f"{r.name} x{r.replicas}" for r in w.roles)
+        parts.append(f"{w.name} (share {w.share:g}): one {w.kind} per role, {roles} pod(s)")
+    return "; ".join(parts)
 
 
 def _point_row(p: dict[str, Any]) -> dict[str, Any]:

@@ -129,6 +129,7 @@ def test_capacity_report_answers_in_words_with_labelled_projections(tmp_path: Pa
     result = planner.run()
     sc = planner.sc
     doc = build_capacity(sc, planner, result)
+    assert doc["answers"][0] == "rates are workload instances/s: train (share 1): one Job per role, worker x2 pod(s)"
     text = " ".join(doc["answers"])
     assert "at 7 instances/s of mix as-written, 100 nodes (gpu 100, profile default) hold pod_startup_latency_ms.p99" in text
     assert "the highest mutating rate served with API mutating p99 <= 1000 ms was 90 requests/s" in text
