@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_hollow import (  # noqa: E402
     CONTROL_PLANE,
+    LEASE_DURATION_S,
     CpuMeter,
     NodeTracker,
     _reap,
@@ -262,6 +263,15 @@ class Bench:
             await asyncio.to_thread(self.agents.pop(name).proc.stop, 60)
 
     # measuring
+    async def lease_ages(self, prefix: str) -> list[float]:
+        """Lease ages from a LIST; [] (and a log line) when an overloaded apiserver does not answer in time:
+        a missing figure, not a stuck bench."""
+        try:
+            return await asyncio.wait_for(lease_ages(self.api, prefix), self.args.list_cap_s)
+        except (TimeoutError, OSError, ValueError) as exc:
+            log(f"  !! lease LIST: {exc!r}")
+            return []
+
     def restarts(self) -> dict[str, int]:
         """Restarts so far per control-plane component; components the supervisor restarted are metered
         under their new pid from now on (a window a restart fell into has no figure for that component)."""
@@ -303,7 +313,7 @@ class Bench:
             await asyncio.sleep(min(5.0, max(0.05, t_end - time.monotonic())))
         b = self.cpu.snap()
         m1 = {n: a.proc.metrics() for n, a in self.agents.items()}
-        ages = await lease_ages(self.api, lease_prefix) if lease_prefix and self.agents else []
+        ages = await self.lease_ages(lease_prefix) if lease_prefix and self.agents else []
         self.nodes.armed = False
         d = self.delta(a, b, r0)
         out = {"label": label, "wall_s": d["wall_s"], "cores": d["cores"], "control_plane_cores": d["control_plane_cores"],
@@ -380,7 +390,7 @@ class Bench:
         create_s = time.monotonic() - t0
         if snap_a is None:  # the stream was shorter than the warm-up: measure nothing rather than the ramp
             snap_a, m0 = snap_b, m1
-        ages = await lease_ages(self.api, "scale-")
+        ages = await self.lease_ages("scale-")
         # drain: the last pods run, finish and are deleted
         await asyncio.gather(*creates, return_exceptions=True)
         await wait_for(f"{tag} drained", lambda: all(t.deleted for t in tracker.pods.values()),
@@ -505,10 +515,28 @@ async def quota_phase(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-async def growth_phase(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
-    """(2) add agents A..D; at each size a steady and a churn window; the rate sweep at the first size."""
-    steps = []
-    sweep = []
+def machine_full(w: dict[str, Any]) -> list[str]:
+    """Why a steady window says this machine cannot hold more nodes ([] = it can): nodes went NotReady,
+    lease age p99 past the lease duration (40 s), or a control-plane component restarted."""
+    why = []
+    if w["nodes_went_notready"]:
+        why.append(f"{w['nodes_went_notready']} nodes went NotReady")
+    p99 = w["lease_age_s"]["p99"]
+    if p99 is not None and p99 > LEASE_DURATION_S:
+        why.append(f"lease age p99 {p99:.0f}s > {LEASE_DURATION_S}s")
+    if p99 is None and w["nodes"]:
+        why.append("the Lease LIST got no answer in time")
+    if w.get("restarts"):
+        why.append(f"restarted: {w['restarts']}")
+    return why
+
+
+async def growth_phase(bench: Bench, args: argparse.Namespace, g: dict[str, Any]) -> None:
+    """(2) add agents A..D; at each size a steady and a churn window; the rate sweep at the first size.
+    Fills ``g`` step by step (a run cut short keeps what it measured); stops growing when the steady
+    window says the machine is full (:func:`machine_full`)."""
+    steps: list[dict[str, Any]] = g.setdefault("steps", [])
+    sweep: list[dict[str, Any]] = g.setdefault("sweep", [])
     for name, full in GROWTH[:args.growth_steps]:
         count = max(1, round(full * args.size_scale))
         _, ready_s = await bench.add_agent(name, count)
@@ -527,17 +555,23 @@ async def growth_phase(bench: Bench, args: argparse.Namespace) -> dict[str, Any]
                 sweep.append(c)
                 if c["behind"] and rate > args.churn_rate:
                     break
+            sweep.sort(key=lambda c: c["offered_pods_per_s"])
         steps.append(step)
-    return {"steps": steps, "sweep": sorted(sweep, key=lambda c: c["offered_pods_per_s"])}
+        full_why = machine_full(step["steady"])
+        if full_why and name != GROWTH[args.growth_steps - 1][0]:
+            g["stopped"] = {"after_nodes": step["steady"]["nodes"], "why": full_why}
+            log(f"  machine full at {step['steady']['nodes']} nodes ({'; '.join(full_why)}): not growing further")
+            break
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    """Everything on one control plane, filling ``doc`` as it goes (a run cut short keeps what it measured)."""
     cluster = LocalCluster(Path(args.dir) / "cluster", profile="scale")
     await asyncio.to_thread(cluster.down)  # a leftover of an interrupted run of ours is not reused
     log(f"starting a scale-profile control plane in {cluster.dir}")
     t0 = time.monotonic()
     info = await asyncio.to_thread(cluster.up, None, 300.0)
-    doc: dict[str, Any] = {"control_plane_up_s": round(time.monotonic() - t0, 1)}
+    doc["control_plane_up_s"] = round(time.monotonic() - t0, 1)
     bench: Bench | None = None
     try:
         api = ApiClient(load_endpoint(info.kubeconfig), ApiSettings(max_inflight=256, request_timeout_s=60), Metrics())
@@ -554,7 +588,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 doc["idle"] = await bench.window(args.idle_s, "idle, no nodes", lease_prefix=None)
                 if args.quota_steps or args.quota_rates:
                     doc["quota"] = await quota_phase(bench, args)
-                doc["growth"] = await growth_phase(bench, args)
+                doc["growth"] = {}
+                await growth_phase(bench, args, doc["growth"])
             finally:
                 if bench.quota:
                     bench.quota.close()
@@ -565,7 +600,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await api.close()
     finally:
         await asyncio.to_thread(cluster.down)
-    return doc
 
 
 # --- derivation (also what --render redoes) ------------------------------------------------------
@@ -916,6 +950,17 @@ def auto_notes(doc: dict[str, Any]) -> list[str]:
         notes.append(f"At {last['nodes']} nodes the control plane used {last['control_plane_cores']} cores and the agents "
                      f"{sum(last['cores'].get(f'agent-{n}') or 0 for n in last['agent_nodes']):.3f}: on this machine the "
                      "control plane, not the agents, is what runs out.")
+    stopped = doc["raw"]["growth"].get("stopped")
+    if stopped:
+        notes.append(f"Growth stopped after {stopped['after_nodes']} nodes: {'; '.join(stopped['why'])} (this machine's "
+                     "limit on the day, with the other load on it; larger sizes are projections).")
+    if doc["raw"].get("error"):
+        notes.append(f"The run ended early with {doc['raw']['error']}; the figures are what was measured before.")
+    loads = [w.get("load_avg_1m_end") for s in steps for w in (s["steady"], s["churn"]) if w.get("load_avg_1m_end")]
+    if loads:
+        notes.append(f"1-minute load average at the windows' ends: {min(loads)}-{max(loads)} on {doc['machine']['cores']} "
+                     "cores (the bench itself, and other work on this shared machine: CPU figures are per process and "
+                     "do not include that other work, but latencies and lease ages suffer from it).")
     q = d["quota"]
     if not q.get("skipped") and q.get("nodes_per_core_at_limit"):
         notes.append(f"Measured at a CPU limit: one agent held {q['nodes']} nodes at {q['lowest_quota_holding_nodes']} core "
@@ -957,6 +1002,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="pods/s offered to the saturation agent at --quota, until it falls behind ('' to skip)")
     p.add_argument("--quota-settle-s", type=float, default=10)
     p.add_argument("--quota-window-s", type=float, default=30)
+    p.add_argument("--list-cap-s", type=float, default=45, help="give up a Lease LIST after this (no lease figure)")
     p.add_argument("--lag-bound-s", type=float, default=5.0, help="lag above which an agent counts as behind")
     p.add_argument("--render", metavar="JSON", help="only re-derive and re-render a report JSON")
     p.add_argument("--note", action="append", default=[], help="a note to keep in the report")
@@ -985,12 +1031,25 @@ def main() -> None:
         return
     facts = machine_facts()
     t0 = time.monotonic()
-    raw = asyncio.run(run(args))
+    raw: dict[str, Any] = {}
+    out = Path(args.out)
+    try:
+        asyncio.run(run(args, raw))
+    except KeyboardInterrupt:  # torn down already (the finally blocks); keep what was measured, not as the report
+        partial = Path(args.dir) / "partial-raw.json"
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(raw, indent=1) + "\n")
+        log(f"interrupted: what was measured is in {partial}")
+        raise
+    except Exception as exc:  # a failure late in the run: the report keeps what came before, and says so
+        raw["error"] = repr(exc)
+        log(f"  !! run failed: {exc!r}")
+        if not (raw.get("growth") or {}).get("steps"):
+            raise
     doc = {"date": facts["date"], "command": "python tests/bench/bench_scaling.py " + " ".join(sys.argv[1:]),
            "machine": facts["machine"], "versions": facts["versions"], "wall_s": round(time.monotonic() - t0),
            "params": {k: v for k, v in vars(args).items() if k not in ("render", "note")},
            "raw": raw, "manual_notes": args.note}
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1) + "\n")  # raw first: a failed derive keeps it
     finish(doc)
