@@ -77,7 +77,7 @@ def test_incluster_run_registers_the_nodes_reports_and_leaves_nothing(
     out = tmp_path / "out"
     started = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+                       cwd=ROOT, capture_output=True, text=True, timeout=840)
     took = time.monotonic() - started
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
