@@ -10,7 +10,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch kind-up cluster-up cluster-down clean nightly
+        bench-distill bench-batch bench-scaling bench-plan kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 
@@ -42,6 +42,9 @@ scale-test: setup ## run scenarios/default.yaml on the local cluster; report in 
 nightly: setup ## scenarios/nightly/set.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
 	$(PY) -m hollowscale.nightly
 
+plan: setup ## capacity plan of scenarios/plan-small.yaml (2 sizes x bisection on rate, ~12 min) -> reports/plan/plan-small/capacity.{json,md,html}
+	$(HS) plan scenarios/plan-small.yaml --out reports/plan/plan-small
+
 cluster-up: setup
 	$(HS) cluster up
 
@@ -66,7 +69,15 @@ bench-distill: setup-distill ## pure / same-net / service distillation, 3 seeds 
 bench-batch: setup-test ## highest sustainable job rate per scheduling variant (default, gang, queues) -> reports/bench/batch.json
 	$(PY) tests/bench/bench_batch.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch
+bench-plan: setup ## the small capacity plan measured twice (wall time, knees, reproducibility) -> reports/bench/plan-small.json
+	$(PY) tests/bench/bench_plan.py run reports/plan/bench-run1
+	$(PY) tests/bench/bench_plan.py run reports/plan/bench-run2
+	$(PY) tests/bench/bench_plan.py write reports/plan/bench-run1 reports/plan/bench-run2
+
+bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, one agent's saturation under a CPU limit, control-plane cost per node, agent pods for 5,000/15,000 nodes (~20 min, root) -> reports/bench/scaling.json
+	$(PY) tests/bench/bench_scaling.py
+
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml
