@@ -3,6 +3,8 @@
 Plots (inline SVG, matplotlib): p99 pod startup vs rate per size, sustainable rate (knee) vs nodes per
 SLO, control-plane CPU and memory per component vs nodes and vs rate, and the fitted cost projected to
 5,000 and 15,000 nodes with its interval (marked as a projection).  The answers are written in words.
+The tables are built once as blocks (headings, paragraphs, lists, tables) and rendered twice: Markdown
+for capacity.md, escaped HTML tables (the run report's table helper and style) for capacity.html.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime as dt
 import html
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ import matplotlib.pyplot as plt
 from hollowscale import __version__
 from hollowscale.plan.fit import PROJECT_TO, cost_fits
 from hollowscale.plan.state import write_json_atomic
+from hollowscale.report.html import CSS as REPORT_CSS
+from hollowscale.report.html import _table as html_table
 
 METHOD = {
     "warmup": "each point loads at a constant rate for warmup_s + measure_s; only pods and workload objects created "
@@ -190,6 +195,70 @@ def answers(doc: dict[str, Any]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------ plots
+def knee_plot(doc: dict[str, Any]) -> str:
+    """Knee per size and SLO: a marker at the knee, a bar up to the first failing rate.
+
+    Sizes sit at evenly spaced slots (labelled with their node counts) so that small and large sizes
+    read equally well; the series (one per SLO, and per mix/profile when the plan has several) are
+    offset inside a slot so their bars never hide each other.  A knee at the top of the searched
+    range gets an upward arrow (at least that), a knee below it an open triangle at 0.
+    """
+    cells = doc["cells"]
+    sizes = sorted({c["nodes"] for c in cells})
+    slot = {n: i for i, n in enumerate(sizes)}
+    groups = sorted({(c["mix"], c["profile"]) for c in cells})
+    names = sorted({k for c in cells for k in c["knees"]})
+    series = [(name, g) for name in names for g in groups]
+    width = 0.6 / max(len(series), 1)
+    top = float(doc["sweep"]["rate"]["hi"])  # the searched range is always in view
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    markers = "osD^vP*X"
+    seen: set[str] = set()  # the verdicts drawn, for their legend entries
+    for j, (name, (mix, prof)) in enumerate(series):
+        color, marker = f"C{j % 10}", markers[j % len(markers)]
+        label = name if len(groups) == 1 else f"{name} ({mix}, {prof})"
+        offset = (j - (len(series) - 1) / 2) * width
+        xs, ys, up = [], [], []
+        for c in sorted((c for c in cells if (c["mix"], c["profile"]) == (mix, prof)), key=lambda c: c["nodes"]):
+            k = c["knees"].get(name)
+            if not k:
+                continue
+            x = slot[c["nodes"]] + offset
+            if k["knee"] is None:  # below the searched range
+                ax.plot([x], [0], marker="v", ms=8, mfc="none", color=color, ls="none", clip_on=False)
+                seen.add("below-lo")
+                continue
+            xs.append(x)
+            ys.append(k["knee"])
+            up.append((k["failing"] - k["knee"]) if k["failing"] is not None else 0.0)
+            top = max(top, k["failing"] or k["knee"])
+            if k["verdict"] == "at-least-hi":
+                seen.add("at-least-hi")
+                ax.annotate("", xy=(x, k["knee"] * 1.12), xytext=(x, k["knee"]),
+                            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.5})
+        if xs:
+            ax.errorbar(xs, ys, yerr=[[0.0] * len(up), up], fmt=marker, ms=7, color=color, ecolor=color,
+                        elinewidth=2, capsize=5, capthick=1.5, label=label, zorder=3)
+            if len(xs) > 1:
+                ax.plot(xs, ys, color=color, lw=0.8, alpha=0.35, zorder=2)
+    hi = float(doc["sweep"]["rate"]["hi"])
+    ax.axhline(hi, color="0.5", ls=":", lw=1, label=f"top of searched range ({hi:g}/s)")
+    if "at-least-hi" in seen:
+        ax.plot([], [], marker="$\\uparrow$", ls="none", color="0.3", label="holds at the top: knee at least that")
+    if "below-lo" in seen:
+        ax.plot([], [], marker="v", mfc="none", ls="none", color="0.3", label="fails at the bottom of the range")
+    ax.set_xticks(range(len(sizes)), [f"{n:,}" for n in sizes])
+    ax.set_xlim(-0.5, len(sizes) - 0.5)
+    ax.set_ylim(0, top * 1.15)
+    ax.grid(axis="y", alpha=0.3)
+    ax.grid(False, axis="x")  # a line through a slot's centre would pass between the offset series
+    ax.set_xlabel("nodes (one slot per measured size)")
+    ax.set_ylabel("sustainable rate (instances/s)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="SLO: knee, bar up to\nthe first failing rate",
+              title_fontsize=7)
+    return _svg(fig)
+
+
 def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(id, title, svg) of every plot."""
     out = []
@@ -211,25 +280,8 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     out.append(("plot-startup-vs-rate", "p99 pod startup vs rate per size (warm-up excluded; x = the point failed an "
                 "SLO or its backlog grew; missing = a pod never ran)",
                 _svg(fig)))
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
-    names = sorted({k for c in cells for k in c["knees"]})
-    for i, name in enumerate(names):
-        xs, ys, lo, hi = [], [], [], []
-        for c in sorted(cells, key=lambda c: c["nodes"]):
-            k = c["knees"].get(name)
-            if not k or k["knee"] is None:
-                continue
-            xs.append(c["nodes"] + i * 2)
-            ys.append(k["knee"])
-            lo.append(0.0)
-            hi.append((k["failing"] - k["knee"]) if k["failing"] is not None else 0.0)
-        if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, label=name)
-    ax.set_xlabel("nodes")
-    ax.set_ylabel("sustainable rate (instances/s)")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    out.append(("plot-knee-vs-nodes", "sustainable rate (knee, bar up to the first failing rate) vs nodes", _svg(fig)))
+    out.append(("plot-knee-vs-nodes", "sustainable rate (knee, bar up to the first failing rate) vs nodes",
+                knee_plot(doc)))
     comps = sorted({comp for c in cells for p in c["points"] for comp in (p["components"] or {})})
     for resource, label in (("cpu_cores_avg", "CPU cores"), ("rss_mib_max", "RSS MiB")):
         fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
@@ -276,61 +328,139 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 # ------------------------------------------------------------------------------------ text
-def markdown(doc: dict[str, Any]) -> str:
-    lines = [f"# Capacity plan: {doc['plan']}", "", f"Scenario `{doc['scenario_file']}`, created {doc['created_at']}, "
-             f"{doc['points_measured_now']} point(s) measured in this run, {doc['points_reused']} reused, "
-             f"{doc['wall_s']:.0f} s.", "", "## Answers", ""]
-    lines += [f"- {a}" for a in doc["answers"]]
-    lines += ["", "## Knees", "", "| cell | SLO | knee (instances/s) | verdict | step | points tried (rate: pass/fail) |",
-              "|---|---|---|---|---|---|"]
+Runs = list[tuple[str, str]]
+"""Inline text as (style, text) runs; style is "" (plain), "code" or "b" (bold)."""
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Para:
+    runs: Runs
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[Runs]
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+Block = Heading | Para | Bullets | Table
+
+
+def head_blocks(doc: dict[str, Any]) -> list[Block]:
+    """Title, what was run, and the answers: the top of capacity.md (the HTML puts the plots after it)."""
+    return [Heading(1, f"Capacity plan: {doc['plan']}"),
+            Para([("", "Scenario "), ("code", doc["scenario_file"]),
+                  ("", f", created {doc['created_at']}, {doc['points_measured_now']} point(s) measured in this run, "
+                       f"{doc['points_reused']} reused, {doc['wall_s']:.0f} s.")]),
+            Heading(2, "Answers"), Bullets([[("", a)] for a in doc["answers"]])]
+
+
+def table_blocks(doc: dict[str, Any]) -> list[Block]:
+    """Knees, points, the cost fit and the method: one content for capacity.md and capacity.html."""
+    knees = []
     for c in doc["cells"]:
         for name, k in c["knees"].items():
             tried = ", ".join(f"{t['rate']:g}:{'pass' if t['passed'] else 'fail'}" for t in k["tried"])
-            lines.append(f"| {c['key']} | {name} | {k['knee'] if k['knee'] is not None else 'n/a'} | {k['verdict']} | "
-                         f"{k['step']:g} | {tried} |")
-    lines += ["", "## Points", "", "| cell | rate | startup p99 ms | pods/s | backlog slope/rate | mutating req/s | "
-              "apiserver CPU | etcd CPU | passed | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+            knees.append([c["key"], name, str(k["knee"] if k["knee"] is not None else "n/a"), k["verdict"],
+                          f"{k['step']:g}", tried])
+    points = []
     for c in doc["cells"]:
         for p in c["points"]:
             comps = p["components"] or {}
             b = p["backlog"] or {}
-            lines.append(f"| {c['key']} | {p['rate']:g} | {p['pod_startup_p99_ms']} | {p['pods_per_s']} | "
-                         f"{b.get('growth_fraction')} | {p['mutating_requests_per_s']} | "
-                         f"{(comps.get('apiserver') or {}).get('cpu_cores_avg')} | {(comps.get('etcd') or {}).get('cpu_cores_avg')} | "
-                         f"{'yes' if p['passed_all'] else 'no'} | {p['wall_s']} |")
-    lines += ["", "## Control-plane cost fit (a + b*nodes + c*pods/s) and projections", ""]
+            points.append([c["key"], f"{p['rate']:g}", str(p["pod_startup_p99_ms"]), str(p["pods_per_s"]),
+                           str(b.get("growth_fraction")), str(p["mutating_requests_per_s"]),
+                           str((comps.get("apiserver") or {}).get("cpu_cores_avg")),
+                           str((comps.get("etcd") or {}).get("cpu_cores_avg")), "yes" if p["passed_all"] else "no",
+                           str(p["wall_s"])])
+    out: list[Block] = [
+        Heading(2, "Knees"),
+        Table(["cell", "SLO", "knee (instances/s)", "verdict", "step", "points tried (rate: pass/fail)"], knees),
+        Heading(2, "Points"),
+        Table(["cell", "rate", "startup p99 ms", "pods/s", "backlog slope/rate", "mutating req/s", "apiserver CPU",
+               "etcd CPU", "passed", "wall s"], points),
+        Heading(2, "Control-plane cost fit (a + b*nodes + c*pods/s) and projections")]
     for prof, f in doc["fits"].items():
-        lines += [f"Profile {prof}, projected at {f['at_pods_per_s']:g} pods/s:", "",
-                  "| component | resource | per node (+/- se) | per pod/s (+/- se) | 5,000 nodes | 15,000 nodes | note |",
-                  "|---|---|---|---|---|---|---|"]
+        rows = []
         for comp, by in sorted(f["components"].items()):
             for res, v in by.items():
                 co, se = v["fit"]["coef"], v["fit"]["stderr"]
                 proj = ["n/a" if p["value"] is None else f"{p['value']:.3g}" + (
                     f" +/- {p['error_95']:.2g}" if p["error_95"] is not None else " (no error)") for p in v["projections"]]
-                lines.append(f"| {comp} | {res} | {co['per_node']:.3g} +/- {_g(se['per_node'])} | "
-                             f"{co['per_pod_per_s']:.3g} +/- {_g(se['per_pod_per_s'])} | "
-                             f"{proj[0]} | {proj[1]} | {v['projections'][0].get('projection', '')}; {v['fit']['note']} |")
-        lines.append("")
-    lines += ["## Method", ""] + [f"- **{k}**: {v}" for k, v in doc["method"].items()]
-    return "\n".join(lines) + "\n"
+                rows.append([comp, res, f"{co['per_node']:.3g} +/- {_g(se['per_node'])}",
+                             f"{co['per_pod_per_s']:.3g} +/- {_g(se['per_pod_per_s'])}", proj[0], proj[1],
+                             f"{v['projections'][0].get('projection', '')}; {v['fit']['note']}"])
+        out += [Para([("", f"Profile {prof}, projected at {f['at_pods_per_s']:g} pods/s:")]),
+                Table(["component", "resource", "per node (+/- se)", "per pod/s (+/- se)", "5,000 nodes",
+                       "15,000 nodes", "note"], rows)]
+    out += [Heading(2, "Method"), Bullets([[("b", k), ("", f": {v}")] for k, v in doc["method"].items()])]
+    return out
+
+
+def _md_runs(runs: Runs) -> str:
+    return "".join({"code": f"`{t}`", "b": f"**{t}**"}.get(style, t) for style, t in runs)
+
+
+def _md_block(b: Block) -> str:
+    if isinstance(b, Heading):
+        return f"{'#' * b.level} {b.text}"
+    if isinstance(b, Para):
+        return _md_runs(b.runs)
+    if isinstance(b, Bullets):
+        return "\n".join(f"- {_md_runs(item)}" for item in b.items)
+    return "\n".join([f"| {' | '.join(b.headers)} |", "|" + "---|" * len(b.headers),
+                      *(f"| {' | '.join(r)} |" for r in b.rows)])
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """capacity.md: the answers and every table, as Markdown."""
+    return "\n\n".join(_md_block(b) for b in head_blocks(doc) + table_blocks(doc)) + "\n"
 
 
 def _g(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2g}"
 
 
+def _html_runs(runs: Runs) -> str:
+    tag = {"code": "code", "b": "b"}
+    return "".join(f"<{tag[style]}>{html.escape(t)}</{tag[style]}>" if style in tag else html.escape(t)
+                   for style, t in runs)
+
+
+def _html_block(b: Block) -> str:
+    if isinstance(b, Heading):
+        return f"<h{b.level}>{html.escape(b.text)}</h{b.level}>"
+    if isinstance(b, Para):
+        return f"<p>{_html_runs(b.runs)}</p>"
+    if isinstance(b, Bullets):
+        return "<ul>" + "".join(f"<li>{_html_runs(item)}</li>" for item in b.items) + "</ul>"
+    return "<div class='scroll'>" + html_table(b.headers, [[html.escape(c) for c in r] for r in b.rows]) + "</div>"
+
+
+CAPACITY_CSS = ("figure.plot svg{max-width:100%;height:auto} div.scroll{overflow-x:auto} "
+                "td{vertical-align:top} #tables td:first-child{white-space:nowrap}")
+
+
 def render_html(doc: dict[str, Any]) -> str:
+    """capacity.html: the answers, the plots, then the tables of capacity.md as HTML (self-contained)."""
     figs = "".join(f"<figure class='plot' id='{pid}'><figcaption><b>{html.escape(title)}</b></figcaption>{svg}</figure>"
                    for pid, title, svg in plots(doc))
-    md = html.escape(markdown(doc))
-    answers_html = "".join(f"<li>{html.escape(a)}</li>" for a in doc["answers"])
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>capacity plan "
-            f"{html.escape(doc['plan'])}</title><style>body{{font-family:sans-serif;max-width:1100px;margin:1em auto}}"
-            "figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}pre{white-space:pre-wrap;font-size:12px;"
-            "background:#f6f6f6;padding:.5em}</style></head><body>"
-            f"<h1>Capacity plan: {html.escape(doc['plan'])}</h1><h2>Answers</h2><ul>{answers_html}</ul>{figs}"
-            f"<h2>Tables</h2><pre>{md}</pre>"
+    head = "".join(_html_block(b) for b in head_blocks(doc))
+    tables = "".join(_html_block(b) for b in table_blocks(doc))
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>capacity plan "
+            f"{html.escape(doc['plan'])}</title><style>{REPORT_CSS}{CAPACITY_CSS}</style></head><body>"
+            f"{head}<h2>Plots</h2>{figs}<section id='tables'>{tables}</section>"
             "<script>console.log('capacity plots: ' + document.querySelectorAll('figure.plot svg').length);</script>"
             "</body></html>")
 

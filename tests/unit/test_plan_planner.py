@@ -147,3 +147,29 @@ def test_capacity_report_answers_in_words_with_labelled_projections(tmp_path: Pa
     assert [p.name for p in paths] == ["capacity.json", "capacity.md", "capacity.html"]
     assert json.loads(paths[0].read_text())["cells"][0]["knees"]["pod_startup_p99"]["tried"][0] == {"rate": 9.0,
                                                                                                     "passed": False}
+
+
+def test_capacity_html_renders_the_tables_as_escaped_html_and_every_knee_verdict(tmp_path: Path) -> None:
+    planner = make(tmp_path, [])
+    result = planner.run()
+    doc = build_capacity(planner.sc, planner, result)
+    doc["plan"] = "<b>x</b>&"
+    first = doc["cells"][0]["knees"]
+    first["pod_startup_p99"] = {**first["pod_startup_p99"], "knee": None, "passing": None, "failing": 1.0,
+                                "verdict": "below-lo"}
+    first["api_mutating_p99"] = {**first["api_mutating_p99"], "knee": 17.0, "passing": 17.0, "failing": None,
+                                 "verdict": "at-least-hi"}
+    page = render_html(doc)
+    md = markdown(doc)
+    assert md.startswith("# Capacity plan: <b>x</b>&\n")  # Markdown as before: raw text
+    assert f"| {doc['cells'][0]['key']} | pod_startup_p99 | n/a | below-lo |" in md
+    assert "<pre>" not in page and "<b>x</b>&" not in page and "<h1>Capacity plan: &lt;b&gt;x&lt;/b&gt;&amp;</h1>" in page
+    assert "<link" not in page and " src=" not in page  # self-contained
+    assert page.count("<table>") == 2 + len(doc["fits"])
+    assert "<tr><th>cell</th><th>SLO</th><th>knee (instances/s)</th><th>verdict</th>" in page
+    assert ("<td>default/as-written/gpu=300</td><td>pod_startup_p99</td><td>3.0</td><td>bracketed</td>" in page)
+    assert f"<td>{doc['cells'][0]['key']}</td><td>pod_startup_p99</td><td>n/a</td><td>below-lo</td>" in page
+    assert "<li><b>warmup</b>: each point loads" in page and "<h2>Control-plane cost fit" in page
+    assert "<p>Scenario <code>" in page
+    knee_fig = page[page.index("id='plot-knee-vs-nodes'"):page.index("id='plot-cpu_cores_avg'")]
+    assert "api_mutating_p99" in knee_fig and "pod_startup_p99" in knee_fig and "top of searched range (17/s)" in knee_fig
