@@ -614,8 +614,14 @@ def fd(f: Fit | None) -> dict[str, Any] | None:
     return f.as_dict() if f else None
 
 
-def derive(doc: dict[str, Any]) -> dict[str, Any]:
-    """Fits, capacities and sizing from the raw windows of ``doc``."""
+def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
+    """Fits, capacities and sizing from the raw windows of ``doc``.  Churn windows in which the pods fell
+    behind (:func:`saturated` with ``bound``) are left out of every per-transition figure: there the work
+    done is not the work offered, and the CPU per transition means nothing."""
+
+    def kept_up(c: dict[str, Any]) -> bool:
+        return not saturated({**c, "renew_lag_p99_s": {}}, "a", bound)
+
     g = doc["growth"]
     steps = g["steps"]
     idle = doc["idle"]
@@ -650,11 +656,20 @@ def derive(doc: dict[str, Any]) -> dict[str, Any]:
     # control plane per pod transition: the same sweep (its cores against A's transitions/s at 1k nodes)
     cy = [first["control_plane_cores"]] + [c["control_plane_cores"] for c in kept]
     cp_tps = fit_or_none(sx, cy)
+    resolved = cp_tps is not None and cp_tps.slope > 0
     out["control_plane_churn"] = {"points": [[x, y] for x, y in zip(sx, cy, strict=True)], "fit": fd(cp_tps),
-                                  "cpu_ms_per_transition": round(cp_tps.slope * 1000, 4) if cp_tps else None}
+                                  "cpu_ms_per_transition": round(cp_tps.slope * 1000, 4) if cp_tps and resolved else None,
+                                  "unresolved": None if resolved else
+                                  "no positive slope: the control plane's own drift between the windows was larger "
+                                  "than what the pods added"}
+    if not resolved:
+        cp_tps = None
     # bystanders: agents other than A, churn window minus steady window, per cluster transition/s
     by = []
+    by_left_out = [s["churn"]["nodes"] for s in steps if not kept_up(s["churn"])]
     for s in steps:
+        if not kept_up(s["churn"]):
+            continue
         for n in s["steady"]["agent_nodes"]:
             if n == "a":
                 continue
@@ -664,14 +679,15 @@ def derive(doc: dict[str, Any]) -> dict[str, Any]:
                 by.append({"agent": n, "nodes": s["steady"]["nodes"], "extra_cores": round(extra, 4),
                            "cluster_transitions_per_s": tps, "cores_per_tps": round(extra / tps, 6)})
     per_watched = statistics.median([b["cores_per_tps"] for b in by]) if by else 0.0
-    out["bystanders"] = {"points": by, "median_cores_per_cluster_tps": round(per_watched, 6),
+    out["bystanders"] = {"points": by, "median_cores_per_cluster_tps": round(per_watched, 6) if by else None,
+                         "left_out_sizes_behind": by_left_out,
                          "note": "every agent watches every bound pod of the cluster (spec.nodeName!=), so it "
                                  "decodes the other agents' pod events: this is that cost"}
     # control plane per component, idle (nodes 0 .. 8k) and under churn
     comps = [*CONTROL_PLANE, "control_plane"]
     cp: dict[str, Any] = {}
     for kind in ("steady", "churn"):
-        wins = ([idle] if kind == "steady" else []) + [s[kind] for s in steps]
+        wins = ([idle] if kind == "steady" else []) + [s[kind] for s in steps if kind == "steady" or kept_up(s[kind])]
         nx = [float(w["nodes"]) for w in wins]
         rows: dict[str, Any] = {}
         for c in comps:
@@ -691,33 +707,40 @@ def derive(doc: dict[str, Any]) -> dict[str, Any]:
     # capacity of one agent under a quota
     out["quota"] = quota_summary(doc.get("quota") or {})
     # sizing
-    cost = AgentCost(base=agent_fit.intercept if agent_fit else 0.0, per_node=agent_fit.slope if agent_fit else 0.0,
-                     per_own_tps=max(0.0, (own_fit.slope if own_fit else 0.0) - per_watched),
-                     per_watched_tps=max(0.0, per_watched))
-    out["cost_model"] = {"base_cores": round(cost.base, 5), "cores_per_node": round(cost.per_node, 8),
-                         "cores_per_own_tps": round(cost.per_own_tps, 7),
-                         "cores_per_watched_tps": round(cost.per_watched_tps, 7)}
+    own = own_fit.slope if own_fit else 0.0
+    base = agent_fit.intercept if agent_fit else 0.0
+    per_node = agent_fit.slope if agent_fit else 0.0
+    if by:  # measured: the owner's cost per transition splits into watching (every agent) and writing (owner)
+        models = {"measured watch cost": AgentCost(base, per_node, max(0.0, own - per_watched), max(0.0, per_watched))}
+    else:  # not measured: bound it; a bystander decodes the event as the owner does, but writes nothing
+        models = {"watch cost 0 (lower bound)": AgentCost(base, per_node, own, 0.0),
+                  "watch cost = owner's cost per transition (upper bound)": AgentCost(base, per_node, 0.0, own)}
+    out["cost_models"] = {name: {"base_cores": round(c.base, 5), "cores_per_node": round(c.per_node, 8),
+                                 "cores_per_own_tps": round(c.per_own_tps, 7),
+                                 "cores_per_watched_tps": round(c.per_watched_tps, 7)} for name, c in models.items()}
     sizing = []
-    for t in TARGETS:
-        pods = DEFAULT_PODS_PER_S_PER_1000_NODES * t / 1000
-        for pod_cpu, headroom in ((1.0, 0.5), (0.5, 0.5)):
-            s = size_agents(cost, t, pods, TRANSITIONS_PER_POD, pod_cpu, headroom)
-            sizing.append(s.__dict__)
+    for name, cost in models.items():
+        for t in TARGETS:
+            pods = DEFAULT_PODS_PER_S_PER_1000_NODES * t / 1000
+            for pod_cpu, headroom in ((1.0, 0.5), (0.5, 0.5)):
+                s = size_agents(cost, t, pods, TRANSITIONS_PER_POD, pod_cpu, headroom)
+                sizing.append({"model": name, **s.__dict__})
     out["sizing"] = sizing
     # the control plane at each target: nodes (idle fit) plus the assumed churn (sweep fit's slope)
     idle_cp = cp["steady"]["components"]["control_plane"]["cores_fit"]
     cp_targets = []
     for t in TARGETS:
         tps = DEFAULT_PODS_PER_S_PER_1000_NODES * t / 1000 * TRANSITIONS_PER_POD
-        if idle_cp and cp_tps:
+        if idle_cp:
             y, se = Fit(**idle_cp).predict(t)
-            churn = cp_tps.slope * tps
-            churn_se = (cp_tps.slope_se or 0.0) * tps
+            churn = cp_tps.slope * tps if cp_tps else 0.0
+            churn_se = (cp_tps.slope_se or 0.0) * tps if cp_tps else 0.0
             cp_targets.append({"nodes": t, "transitions_per_s": tps, "nodes_cores": round(y, 3),
                                "nodes_cores_se": round(se, 3) if se is not None else None,
                                "churn_cores": round(churn, 3), "churn_cores_se": round(churn_se, 3),
                                "total_cores": round(y + churn, 3),
-                               "total_cores_se": round(math.hypot(se or 0.0, churn_se), 3)})
+                               "total_cores_se": round(math.hypot(se or 0.0, churn_se), 3),
+                               "churn_term": "measured" if cp_tps else "unresolved: nodes only"})
     out["control_plane_at_targets"] = cp_targets
     # this machine: where the cores run out
     cpf = [Fit(**{k: v for k, v in (cp["steady"]["components"][c]["cores_fit"] or {}).items()})
@@ -807,14 +830,16 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
           f"| fixed cost of one agent process | {f3(af.get('intercept'))} cores (± {f3(af.get('intercept_se'))}) | "
           "intercept |",
           f"| agent CPU per pod transition, own pods | {f3(c['cpu_ms_per_transition'])} ms | fit over the rate sweep "
-          f"on agent A (1,000 nodes) and its idle point, {cf.get('n')} points, r² {f3(cf.get('r2'))}; rates where A fell "
+          f"on agent A ({doc['raw']['growth']['steps'][0]['steady']['nodes']} nodes) and its idle point, {cf.get('n')} points, r² {f3(cf.get('r2'))}; rates where A fell "
           f"behind left out: {c.get('left_out_behind') or 'none'} |",
           f"| pod transitions per agent core | {f3(c['transitions_per_core'])} | 1 / slope |",
-          f"| cost of watching the cluster's pods (bystander agents) | {f3(by['median_cores_per_cluster_tps'] * 1000)} "
-          "ms per cluster transition | median over bystander agents during churn |",
+          f"| cost of watching the cluster's pods (bystander agents) | "
+          f"{f3(by['median_cores_per_cluster_tps'] * 1000) if by['median_cores_per_cluster_tps'] is not None else 'n/a'} "
+          f"ms per cluster transition | median over bystander agents during churn windows that kept up; left out "
+          f"(pods fell behind) at {by.get('left_out_sizes_behind') or 'none'} nodes |",
           f"| control plane CPU per pod transition (for comparison) | "
           f"{f3((d.get('control_plane_churn') or {}).get('cpu_ms_per_transition'))} ms | the same sweep, control plane "
-          "cores against A's transitions/s |"]
+          f"cores against A's transitions/s{'; ' + d['control_plane_churn']['unresolved'] if (d.get('control_plane_churn') or {}).get('unresolved') else ''} |"]
     q = d["quota"]
     L += ["", "## One agent at a CPU limit (saturation, cgroup CPU quota)", ""]
     if q.get("skipped"):
@@ -839,10 +864,12 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
                      f"{f3(w['cores'].get('agent-q'))} | {w['throttled_share']} | {f3(w['running_lag_p50_s'])} / "
                      f"{f3(w['running_lag_p99_s'])} | {f3(w['renew_lag_p99_s'].get('q'))} | {health(w, 'q')} | "
                      f"{'; '.join(w['behind']) or 'no'} |")
+        kept_txt = (f"{q.get('transitions_per_s_kept_up')} transitions/s kept up at {q['quota_cores']} core"
+                    if q.get("transitions_per_s_kept_up") is not None else f"no rate kept up at {q['quota_cores']} core")
         L += ["", f"- Nodes held per core at the limit: {f3(q.get('nodes_per_core_at_limit'))} ({q['nodes']} nodes held at "
               f"{q.get('lowest_quota_holding_nodes')} core; behind at {q.get('highest_quota_falling_behind')} core)",
               f"- Pod transitions per core at the limit: {f3(q.get('transitions_per_core_at_limit'))} "
-              f"({q.get('transitions_per_s_kept_up')} transitions/s kept up at {q['quota_cores']} core; first behind "
+              f"({kept_txt}; first behind "
               f"at {q.get('first_rate_behind')} pods/s: {q.get('first_rate_behind_why')})"]
     L += ["", "## Growing the cluster: control plane and agents at each size", "",
           "| nodes | agents | agent cores (all) | agent cores / 1k nodes | kube-apiserver | etcd | controller-manager | "
@@ -890,18 +917,20 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
                          f"{f3(p.get('cores'))} ± {f3(p.get('cores_se'))}, {f3(p.get('rss_mb'))} ± {f3(p.get('rss_mb_se'))}"
                          for p in r["projection"].values()) + " |")
         L.append("")
-    cm = d["cost_model"]
-    L += ["## Sizing (a projection from the fits above)", "",
-          f"Agent cost model: cores = {f3(cm['base_cores'])} + {cm['cores_per_node']:.2e} × own nodes + "
-          f"{cm['cores_per_own_tps']:.2e} × own transitions/s + {cm['cores_per_watched_tps']:.2e} × the cluster's "
-          "transitions/s (every agent watches every bound pod).  Churn assumed: the default scenario's "
+    L += ["## Sizing (a projection from the fits above)", ""]
+    for name, cm in d["cost_models"].items():
+        L.append(f"- Agent cost model, {name}: cores = {f3(cm['base_cores'])} + {cm['cores_per_node']:.2e} × own nodes + "
+                 f"{cm['cores_per_own_tps']:.2e} × own transitions/s + {cm['cores_per_watched_tps']:.2e} × the cluster's "
+                 "transitions/s")
+    L += ["", "Every agent watches every bound pod of the cluster (hollow/agent.py: `spec.nodeName!=`), so part of the "
+          "cost of a transition is paid by every agent, not only its owner.  Churn assumed: the default scenario's "
           f"{DEFAULT_PODS_PER_S_PER_1000_NODES:g} pods/s per 1,000 nodes (scenarios/default.yaml) scaled to the node "
           f"count, {TRANSITIONS_PER_POD} transitions per pod.  Headroom: each agent pod planned at the stated share "
           "of its CPU.", "",
-          "| target nodes | pods/s | transitions/s | CPU per agent pod | planned use | agent pods | cores per agent | "
-          "agent cores in all | note |", "|---|---|---|---|---|---|---|---|---|"]
+          "| model | target nodes | pods/s | transitions/s | CPU per agent pod | planned use | agent pods | "
+          "cores per agent | agent cores in all | note |", "|---|---|---|---|---|---|---|---|---|---|"]
     for s in d["sizing"]:
-        L.append(f"| {s['nodes']:,} | {f3(s['pods_per_s'])} | {f3(s['transitions_per_s'])} | {s['pod_cpu']} | "
+        L.append(f"| {s.get('model', '')} | {s['nodes']:,} | {f3(s['pods_per_s'])} | {f3(s['transitions_per_s'])} | {s['pod_cpu']} | "
                  f"{int(s['headroom'] * 100)}% | {s['agents'] or 'n/a'} | {f3(s['cores_per_agent'])} | "
                  f"{f3(s['total_cores'])} | {s['reason']} |")
     L += ["", "Control plane at each target (projection: the idle line at that node count plus the sweep's control-plane "
@@ -909,8 +938,10 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
           "| target nodes | transitions/s | for the nodes (cores) | for the churn (cores) | control plane in all (cores) |",
           "|---|---|---|---|---|"]
     for t in d.get("control_plane_at_targets", []):
+        churn_cell = f"{f3(t['churn_cores'])} ± {f3(t['churn_cores_se'])}" if t.get("churn_term", "measured") == "measured" \
+            else "unresolved (left out)"
         L.append(f"| {t['nodes']:,} | {f3(t['transitions_per_s'])} | {f3(t['nodes_cores'])} ± {f3(t['nodes_cores_se'])} | "
-                 f"{f3(t['churn_cores'])} ± {f3(t['churn_cores_se'])} | {f3(t['total_cores'])} ± {f3(t['total_cores_se'])} |")
+                 f"{churn_cell} | {f3(t['total_cores'])} ± {f3(t['total_cores_se'])} |")
     tm = d["this_machine"]
     L += ["", "## How far this machine goes", "",
           f"- Fitted steady cost (control plane + agents) fills its {tm['cores']} cores at about "
@@ -971,7 +1002,7 @@ def auto_notes(doc: dict[str, Any]) -> list[str]:
 
 def finish(doc: dict[str, Any]) -> dict[str, Any]:
     doc["method"] = METHOD
-    doc["derived"] = derive(doc["raw"])
+    doc["derived"] = derive(doc["raw"], float(doc["params"]["lag_bound_s"]))
     doc["notes"] = auto_notes(doc)
     return doc
 
