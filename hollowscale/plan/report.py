@@ -26,7 +26,7 @@ from hollowscale import __version__
 from hollowscale.plan.fit import PROJECT_TO, cost_fits
 from hollowscale.plan.state import write_json_atomic
 from hollowscale.report.html import CSS as REPORT_CSS
-from hollowscale.report.html import _table as html_table
+from hollowscale.report.html import table as html_table
 
 METHOD = {
     "warmup": "each point loads at a constant rate for warmup_s + measure_s; only pods and workload objects created "

@@ -186,7 +186,8 @@ figure.plot svg{max-width:100%;height:auto} code{font-size:0.85em;background:#f6
 """
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    """An HTML table: the headers are escaped here, the cells are HTML already (callers escape text)."""
     h = "".join(f"<th>{html.escape(str(x))}</th>" for x in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><tr>{h}</tr>{body}</table>"
@@ -216,26 +217,26 @@ def control_plane_tables(summary: dict[str, Any]) -> list[str]:
                          _v(rec.get("dip_at_s")),
                          ("<span class='fail'>not recovered</span> " if rec.get("recovered") is False else "")
                          + _v(rec.get("recovery_s")), html.escape(str(rec.get("note") or ""))])
-        parts.append(_table(["fault", "target", "at s", "duration s", "bindings/s before", "dip after s",
+        parts.append(table(["fault", "target", "at s", "duration s", "bindings/s before", "dip after s",
                              "recovery s", "note"], rows))
         parts.append(f"<p>{html.escape(str((summary.get('sources') or {}).get('fault_recovery_s', '')))}</p>")
     ev = [e for e in cp.get("events") or [] if e.get("event") not in ("started",) or e.get("why") != "cluster up"]
     if ev or cp.get("agent_restarts"):
         parts.append("<h2>Control plane: restarts, stalls, leaders</h2>")
-        parts.append(_table(["at s", "component", "event", "detail"], [
+        parts.append(table(["at s", "component", "event", "detail"], [
             [_v(e.get("at_s")), html.escape(str(e.get("component"))), html.escape(str(e.get("event"))),
              html.escape(str(e.get("reason") or e.get("exit") or e.get("why") or e.get("duration_s") or ""))]
             for e in ev] + [[_v(e.get("at_s")), f"agent-{e.get('shard')}", html.escape(str(e.get("event"))),
                              html.escape(str(e.get("exit") or e.get("pid") or ""))] for e in cp.get("agent_restarts") or []]))
     if len(cp.get("leader_changes") or []) > 0:
-        parts.append(_table(["at s", "lease", "holder", "transitions"], [
+        parts.append(table(["at s", "lease", "holder", "transitions"], [
             [_v(c.get("at_s")), html.escape(c["lease"]), html.escape(c["holder"] or "(none)"), _v(c.get("transitions"))]
             for c in cp["leader_changes"]]))
     integ = m.get("integrity") or {}
     if integ:
         parts.append("<h2>Integrity: nothing lost, nothing counted twice</h2>")
         b = integ.get("bindings") or {}
-        parts.append(_table(["what", "apiserver (audit log)", "timeline", "lost", "counted twice"], [
+        parts.append(table(["what", "apiserver (audit log)", "timeline", "lost", "counted twice"], [
             ["jobs created", _v((integ.get("jobs") or {}).get("apiserver_created")), _v((integ.get("jobs") or {}).get("timeline")),
              _v(integ.get("jobs_lost")), ""],
             ["pods created", _v((integ.get("pods") or {}).get("apiserver_created")), _v((integ.get("pods") or {}).get("timeline")),
@@ -261,7 +262,7 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
              f"<div class='banner {'good' if ok else 'bad'}'><b>{state}</b> - started {_v(summary.get('started_at'))}, "
              f"{_v(summary.get('duration_s'))} s</div>"]
     parts.append("<h2>SLOs</h2>")
-    parts.append(_table(["SLO", "metric", "threshold", "value", "result", "description"], [
+    parts.append(table(["SLO", "metric", "threshold", "value", "result", "description"], [
         [html.escape(s["name"]), f"<code>{html.escape(s['metric'])}</code>", f"{html.escape(s['op'])} {_v(s['threshold'])}",
          _v(s["value"]), f"<span class='{'pass' if s['passed'] else 'fail'}'>{'pass' if s['passed'] else 'FAIL'}</span>",
          html.escape(s.get("description", "") + (" - " + s["note"] if s.get("note") else ""))]
@@ -283,11 +284,11 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
         v = m.get(key) or {}
         rows.append([key, _v(v.get("p50")), _v(v.get("p90")), _v(v.get("p99")), _v(v.get("count")), html.escape(str(sources.get(key, "")))])
     parts.append("<h2>Measurements</h2>")
-    parts.append(_table(["figure", "p50", "p90", "p99", "samples", "source"], rows))
+    parts.append(table(["figure", "p50", "p90", "p99", "samples", "source"], rows))
     th = m.get("scheduling_throughput_pods_per_s") or {}
     cc = m.get("crosscheck") or {}
     jobs = m.get("jobs") or {}
-    parts.append(_table(["figure", "value", "source"], [
+    parts.append(table(["figure", "value", "source"], [
         ["scheduling throughput avg / p50 / max (pods/s)", f"{_v(th.get('avg'))} / {_v(th.get('p50'))} / {_v(th.get('max'))}",
          html.escape(str(sources.get("scheduling_throughput_pods_per_s", "")))],
         ["pending pods avg / max", f"{_v((m.get('pending_pods') or {}).get('avg'))} / {_v((m.get('pending_pods') or {}).get('max'))}",
@@ -302,17 +303,17 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
     ]))
     bw = (m.get("jobs") or {}).get("by_workload") or {}
     if bw:
-        parts.append(_table(["workload", "submitted", "completed", "failed"],
+        parts.append(table(["workload", "submitted", "completed", "failed"],
                             [[html.escape(k), v["submitted"], v["completed"], v["failed"]] for k, v in sorted(bw.items())]))
     api_rows = (summary.get("prometheus") or {}).get("api_by_verb_resource") or []
     if api_rows:
         parts.append("<h2>API latency by verb and resource</h2>")
-        parts.append(_table(["verb", "resource", "p50 ms", "p99 ms"],
+        parts.append(table(["verb", "resource", "p50 ms", "p99 ms"],
                             [[html.escape(r["verb"]), html.escape(r["resource"]), _v(r.get("p50")), _v(r.get("p99"))] for r in api_rows]))
     sched = m.get("scheduler") or {}
     if sched:
         parts.append("<h2>Scheduler</h2>")
-        parts.append(_table(["figure", "value"], [
+        parts.append(table(["figure", "value"], [
             ["attempts by result", html.escape(json.dumps(sched.get("attempts_by_result")))],
             ["attempt duration p50 / p99 (ms)", f"{_v((sched.get('attempt_duration_ms') or {}).get('p50'))} / "
                                                 f"{_v((sched.get('attempt_duration_ms') or {}).get('p99'))}"]]))
@@ -320,7 +321,7 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
     comps.update({f"{k} (psutil)": v for k, v in (m.get("harness_processes") or {}).items()})
     if comps:
         parts.append("<h2>Components: CPU and memory</h2>")
-        parts.append(_table(["component", "CPU cores (avg)", "RSS MiB (max)"],
+        parts.append(table(["component", "CPU cores (avg)", "RSS MiB (max)"],
                             [[html.escape(k), _v(v.get("cpu_cores_avg")), _v(v.get("rss_mib_max"))] for k, v in sorted(comps.items())]))
     parts.append("<h2>Run metadata</h2>")
     meta_rows = [
@@ -336,15 +337,15 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
         ["phases (s)", html.escape(json.dumps(summary.get("timings") or {}))],
         ["versions", html.escape(json.dumps(summary.get("versions") or {}))],
     ]
-    parts.append(_table(["key", "value"], meta_rows))
+    parts.append(table(["key", "value"], meta_rows))
     flags = c.get("flags") or {}
     if flags:
-        parts.append("<details><summary>component flags</summary>" + _table(
+        parts.append("<details><summary>component flags</summary>" + table(
             ["component", "flags"], [[html.escape(k), "<code>" + html.escape(" ".join(v)) + "</code>"] for k, v in sorted(flags.items())]) + "</details>")
     qs = (summary.get("sources") or {}).get("promql") or []
     if qs:
         parts.append("<h2>PromQL behind the figures</h2>")
-        parts.append(_table(["purpose", "query"], [[html.escape(q.get("purpose", "")), f"<code>{html.escape(q['query'])}</code>"] for q in qs]))
+        parts.append(table(["purpose", "query"], [[html.escape(q.get("purpose", "")), f"<code>{html.escape(q['query'])}</code>"] for q in qs]))
     parts.append("<script>(function(){var n=document.querySelectorAll('figure.plot svg').length;"
                  "console.log('hollowscale-report plots='+n);})();</script>")
     parts.append("</body></html>")
