@@ -11,11 +11,13 @@ On one ``scale``-profile local control plane (real kube-apiserver, etcd, control
     capacity at that limit.  Criterion (stated in the report): lease renew lag p99 (the agent's own
     histogram: acknowledgement minus deadline) above ``--lag-bound-s``, or for pods: pods reaching
     Running at under 90% of the offered rate, or create-to-Running p99 above ``--lag-bound-s``.
-(2) **Growing the cluster by adding agents**: agent A (1k nodes), then B (1k), C (2k), D (4k):
-    1k, 2k, 4k, 8k nodes.  At each size: a steady window (nodes only, leases renewing) and a churn
-    window (bare pods on A's nodes at ``--churn-rate`` pods/s: Pending -> Running -> Succeeded ->
-    deleted), each with the CPU of every agent and every control-plane process and their RSS.  At 1k
-    nodes A is also driven at ``--sweep`` rates: its CPU against its transitions/s.
+(2) **Growing the cluster by adding agents**: agent A (1k nodes), then B (1k), C (2k), D (4k), each
+    times ``--size-scale`` (default 0.5: 500, 1k, 2k, 4k nodes in all), until a steady window says the
+    machine is full (nodes NotReady, lease age p99 past 40 s, a control-plane restart).  At each size:
+    a steady window (nodes only, leases renewing) and a churn window (bare pods on A's nodes at
+    ``--churn-rate`` pods/s: Pending -> Running -> Succeeded -> deleted), each with the CPU of every
+    agent and every control-plane process and their RSS.  At the first size A is also driven at
+    ``--sweep`` rates: its CPU against its transitions/s.
 
 From these: agent cores per 1,000 nodes (line fit over every agent at every size), transitions per
 agent core (fit over the sweep), the cost every agent pays for watching the *whole* cluster's pods
@@ -614,35 +616,11 @@ def fd(f: Fit | None) -> dict[str, Any] | None:
     return f.as_dict() if f else None
 
 
-def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
-    """Fits, capacities and sizing from the raw windows of ``doc``.  Churn windows in which the pods fell
-    behind (:func:`saturated` with ``bound``) are left out of every per-transition figure: there the work
-    done is not the work offered, and the CPU per transition means nothing."""
-
-    def kept_up(c: dict[str, Any]) -> bool:
-        return not saturated({**c, "renew_lag_p99_s": {}}, "a", bound)
-
-    g = doc["growth"]
+def churn_part(g: dict[str, Any], kept_up: Any) -> dict[str, Any]:
+    """Per-transition figures of one run's growth record: agent A over the sweep, the control plane over the
+    same sweep, the bystander agents in the churn windows that kept up."""
     steps = g["steps"]
-    idle = doc["idle"]
     out: dict[str, Any] = {}
-    # agent steady cost: every agent at every size
-    xs, ys = [], []
-    for s in steps:
-        w = s["steady"]
-        for n, nodes in w["agent_nodes"].items():
-            xs.append(float(nodes))
-            ys.append(w["cores"].get(f"agent-{n}"))
-    agent_fit = fit_or_none(xs, ys)
-    out["agent_steady"] = {"points": [[x, y] for x, y in zip(xs, ys, strict=True)], "fit": fd(agent_fit),
-                           "cores_per_1000_nodes": round(agent_fit.slope * 1000, 5) if agent_fit else None,
-                           "nodes_per_core": round(1 / agent_fit.slope) if agent_fit and agent_fit.slope > 0 else None}
-    out["agents_total_per_size"] = [{
-        "nodes": s["steady"]["nodes"], "agents": len(s["steady"]["agent_nodes"]),
-        "agent_cores": round(sum(s["steady"]["cores"].get(f"agent-{n}") or 0 for n in s["steady"]["agent_nodes"]), 4),
-        "cores_per_1000_nodes": round(1000 * sum(s["steady"]["cores"].get(f"agent-{n}") or 0
-                                                 for n in s["steady"]["agent_nodes"]) / s["steady"]["nodes"], 4)}
-        for s in steps]
     # agent churn cost: driver A over the sweep (its idle point from the first steady window)
     first = steps[0]["steady"]
     kept = [c for c in g["sweep"] if not c.get("behind")]  # the cost of a transition where the agent kept up
@@ -683,6 +661,55 @@ def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
                          "left_out_sizes_behind": by_left_out,
                          "note": "every agent watches every bound pod of the cluster (spec.nodeName!=), so it "
                                  "decodes the other agents' pod events: this is that cost"}
+    out.update(own_fit=own_fit, cp_tps=cp_tps, by=by, per_watched=per_watched)
+    return out
+
+
+def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
+    """Fits, capacities and sizing from the raw windows of ``doc``.  Churn windows in which the pods fell
+    behind (:func:`saturated` with ``bound``) are left out of every per-transition figure: there the work
+    done is not the work offered, and the CPU per transition means nothing."""
+
+    def kept_up(c: dict[str, Any]) -> bool:
+        return not saturated({**c, "renew_lag_p99_s": {}}, "a", bound)
+
+    g = doc["growth"]
+    steps = g["steps"]
+    idle = doc["idle"]
+    out: dict[str, Any] = {}
+    # agent steady cost: every agent at every size
+    xs, ys = [], []
+    for s in steps:
+        w = s["steady"]
+        for n, nodes in w["agent_nodes"].items():
+            xs.append(float(nodes))
+            ys.append(w["cores"].get(f"agent-{n}"))
+    agent_fit = fit_or_none(xs, ys)
+    out["agent_steady"] = {"points": [[x, y] for x, y in zip(xs, ys, strict=True)], "fit": fd(agent_fit),
+                           "cores_per_1000_nodes": round(agent_fit.slope * 1000, 5) if agent_fit else None,
+                           "nodes_per_core": round(1 / agent_fit.slope) if agent_fit and agent_fit.slope > 0 else None}
+    out["agents_total_per_size"] = [{
+        "nodes": s["steady"]["nodes"], "agents": len(s["steady"]["agent_nodes"]),
+        "agent_cores": round(sum(s["steady"]["cores"].get(f"agent-{n}") or 0 for n in s["steady"]["agent_nodes"]), 4),
+        "cores_per_1000_nodes": round(1000 * sum(s["steady"]["cores"].get(f"agent-{n}") or 0
+                                                 for n in s["steady"]["agent_nodes"]) / s["steady"]["nodes"], 4)}
+        for s in steps]
+    part = churn_part(g, kept_up)
+    supp_raw = doc.get("supplement")
+    supp = churn_part(supp_raw["raw"]["growth"], kept_up) if supp_raw else None
+    for key in ("agent_churn", "control_plane_churn", "bystanders"):
+        out[key] = part[key]
+        if supp:
+            out[key + "_supplement"] = supp[key]
+    own_fit, cp_tps, by, per_watched = part["own_fit"], part["cp_tps"], part["by"], part["per_watched"]
+    if supp:  # what this run could not resolve, from the supplementary run (marked in the report)
+        own_fit = own_fit or supp["own_fit"]
+        cp_tps = cp_tps or supp["cp_tps"]
+        if not by and supp["by"]:
+            by, per_watched = supp["by"], supp["per_watched"]
+            out["bystanders_from"] = "supplement"
+        if not part["cp_tps"] and supp["cp_tps"]:
+            out["control_plane_churn_from"] = "supplement"
     # control plane per component, idle (nodes 0 .. 8k) and under churn
     comps = [*CONTROL_PLANE, "control_plane"]
     cp: dict[str, Any] = {}
@@ -711,7 +738,8 @@ def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
     base = agent_fit.intercept if agent_fit else 0.0
     per_node = agent_fit.slope if agent_fit else 0.0
     if by:  # measured: the owner's cost per transition splits into watching (every agent) and writing (owner)
-        models = {"measured watch cost": AgentCost(base, per_node, max(0.0, own - per_watched), max(0.0, per_watched))}
+        label = "measured watch cost" + (" (supplementary run)" if out.get("bystanders_from") else "")
+        models = {label: AgentCost(base, per_node, max(0.0, own - per_watched), max(0.0, per_watched))}
     else:  # not measured: bound it; a bystander decodes the event as the owner does, but writes nothing
         models = {"watch cost 0 (lower bound)": AgentCost(base, per_node, own, 0.0),
                   "watch cost = owner's cost per transition (upper bound)": AgentCost(base, per_node, 0.0, own)}
@@ -840,6 +868,34 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
           f"| control plane CPU per pod transition (for comparison) | "
           f"{f3((d.get('control_plane_churn') or {}).get('cpu_ms_per_transition'))} ms | the same sweep, control plane "
           f"cores against A's transitions/s{'; ' + d['control_plane_churn']['unresolved'] if (d.get('control_plane_churn') or {}).get('unresolved') else ''} |"]
+    sup = doc["raw"].get("supplement")
+    if sup:
+        sa, sc, sb = d.get("agent_churn_supplement") or {}, d.get("control_plane_churn_supplement") or {}, \
+            d.get("bystanders_supplement") or {}
+        L += ["", f"Supplementary run at smaller sizes, where the control plane kept up with the pods ({sup['date']}, "
+              f"`{sup['command']}`, {sup['wall_s']} s); its figures replace the ones this run could not resolve "
+              "(marked in the sizing):", "",
+              "| figure | value | from |", "|---|---|---|",
+              f"| agent CPU per pod transition, own pods | {f3(sa.get('cpu_ms_per_transition'))} ms | sweep on its agent A "
+              f"({sup['raw']['growth']['steps'][0]['steady']['nodes']} nodes), {(sa.get('fit') or {}).get('n')} points, "
+              f"r² {f3((sa.get('fit') or {}).get('r2'))}; left out (behind): {sa.get('left_out_behind') or 'none'} |",
+              f"| pod transitions per agent core | {f3(sa.get('transitions_per_core'))} | 1 / slope |",
+              f"| cost of watching the cluster's pods (bystander agents) | "
+              f"{f3(sb['median_cores_per_cluster_tps'] * 1000) if sb.get('median_cores_per_cluster_tps') is not None else 'n/a'}"
+              f" ms per cluster transition | median of {len(sb.get('points') or [])} bystander points |",
+              f"| control plane CPU per pod transition | {f3(sc.get('cpu_ms_per_transition'))} ms | "
+              f"{sc.get('unresolved') or 'the same sweep'} |", "",
+              "| window | nodes | transitions/s | Running lag p99 (s) | agent cores | control plane cores |",
+              "|---|---|---|---|---|---|"]
+        for st in sup["raw"]["growth"]["steps"]:
+            for kind in ("steady", "churn"):
+                w = st[kind]
+                agents = ", ".join(f"{n} {f3(w['cores'].get('agent-' + n))}" for n in w["agent_nodes"])
+                L.append(f"| {w['label']} | {w['nodes']} | {w.get('transitions_per_s', '-')} | "
+                         f"{f3(w.get('running_lag_p99_s'))} | {agents} | {f3(w['control_plane_cores'])} |")
+        for w in sup["raw"]["growth"]["sweep"]:
+            L.append(f"| {w['label']} | {w['nodes']} | {w['transitions_per_s']} | {f3(w['running_lag_p99_s'])} | "
+                     f"a {f3(w['cores'].get('agent-a'))} | {f3(w['control_plane_cores'])} |")
     q = d["quota"]
     L += ["", "## One agent at a CPU limit (saturation, cgroup CPU quota)", ""]
     if q.get("skipped"):
@@ -1022,14 +1078,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="pods/s on agent A at 1k nodes, rising until it falls behind")
     p.add_argument("--drain-cap-s", type=float, default=20, help="wait this long for a churn window's pods to go")
     p.add_argument("--growth-steps", type=int, default=len(GROWTH), help=f"sizes to grow through (1..{len(GROWTH)})")
-    p.add_argument("--size-scale", type=float, default=1.0,
-                   help="multiply the growth sizes (1k, 1k, 2k, 4k nodes) by this, for a quick development run")
+    p.add_argument("--size-scale", type=float, default=0.5,
+                   help="multiply the agents' sizes (1k, 1k, 2k, 4k nodes: 1k to 8k in all) by this; the default 0.5 grows 500 nodes to 4,000, as far as a 2-core machine goes")
     p.add_argument("--register-cap-s", type=float, default=120, help="give up waiting for nodes Ready after this")
     p.add_argument("--quota", type=float, default=0.1, help="CPU limit (cores) of the saturation agent's pod phase")
     p.add_argument("--quota-nodes", type=int, default=1000, help="nodes of the saturation agent")
-    p.add_argument("--quota-steps", type=floats, default=[0.1, 0.05, 0.03, 0.02, 0.01],
+    p.add_argument("--quota-steps", type=floats, default=[0.1, 0.05, 0.03, 0.02],
                    help="CPU limits (cores) the saturation agent's nodes are held at, in order ('' to skip)")
-    p.add_argument("--quota-rates", type=floats, default=[10.0, 20.0, 30.0, 45.0],
+    p.add_argument("--quota-rates", type=floats, default=[10.0, 15.0, 20.0],
                    help="pods/s offered to the saturation agent at --quota, until it falls behind ('' to skip)")
     p.add_argument("--quota-settle-s", type=float, default=10)
     p.add_argument("--quota-window-s", type=float, default=30)
@@ -1037,6 +1093,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lag-bound-s", type=float, default=5.0, help="lag above which an agent counts as behind")
     p.add_argument("--render", metavar="JSON", help="only re-derive and re-render a report JSON")
     p.add_argument("--note", action="append", default=[], help="a note to keep in the report")
+    p.add_argument("--supplement", metavar="JSON", help="with --render: a smaller run of this bench whose per-transition "
+                   "figures stand in where the rendered run's pods fell behind")
     args = p.parse_args(argv)
     if not 1 <= args.growth_steps <= len(GROWTH):
         p.error(f"--growth-steps: expected 1..{len(GROWTH)}, got {args.growth_steps}")
@@ -1055,6 +1113,10 @@ def main() -> None:
         path = Path(args.render)
         doc = json.loads(path.read_text())
         doc["manual_notes"] = list(doc.get("manual_notes", [])) + args.note
+        if args.supplement:
+            sup = json.loads(Path(args.supplement).read_text())
+            doc["raw"]["supplement"] = {k: sup[k] for k in ("date", "command", "wall_s", "params", "machine")} | {
+                "raw": {"growth": sup["raw"]["growth"], "idle": sup["raw"]["idle"]}}
         finish(doc)
         path.write_text(json.dumps(doc, indent=1) + "\n")
         write_md(doc, path.with_suffix(".md"))
