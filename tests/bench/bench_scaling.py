@@ -705,8 +705,8 @@ def derive(doc: dict[str, Any], bound: float) -> dict[str, Any]:
     if supp:  # what this run could not resolve, from the supplementary run (marked in the report)
         own_fit = own_fit or supp["own_fit"]
         cp_tps = cp_tps or supp["cp_tps"]
-        if not by and supp["by"]:
-            by, per_watched = supp["by"], supp["per_watched"]
+        if not by and supp["by"]:  # the split of a transition's cost into watching and writing: from one run
+            by, per_watched, own_fit = supp["by"], supp["per_watched"], supp["own_fit"]
             out["bystanders_from"] = "supplement"
         if not part["cp_tps"] and supp["cp_tps"]:
             out["control_plane_churn_from"] = "supplement"
@@ -894,6 +894,8 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
                 L.append(f"| {w['label']} | {w['nodes']} | {w.get('transitions_per_s', '-')} | "
                          f"{f3(w.get('running_lag_p99_s'))} | {agents} | {f3(w['control_plane_cores'])} |")
         for w in sup["raw"]["growth"]["sweep"]:
+            if not w["label"].startswith("sweep"):
+                continue  # the first size's churn window, listed above
             L.append(f"| {w['label']} | {w['nodes']} | {w['transitions_per_s']} | {f3(w['running_lag_p99_s'])} | "
                      f"a {f3(w['cores'].get('agent-a'))} | {f3(w['control_plane_cores'])} |")
     q = d["quota"]
