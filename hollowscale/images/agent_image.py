@@ -20,7 +20,6 @@ libc, comes too) at ``/bin/prometheus``.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -36,7 +35,14 @@ from hollowscale.images.distill_image import (
     with_pycs,
 )
 from hollowscale.images.layout import Entry, file_entry
-from hollowscale.images.pyenv import LddCache, distribution_files, distributions_for, library_closure, project_closure
+from hollowscale.images.pyenv import (
+    LddCache,
+    distribution_files,
+    distributions_for,
+    library_closure,
+    project_closure,
+    runtime_files,
+)
 from hollowscale.images.recipe import LayerRecipe, Recipe, files_layer
 from hollowscale.images.small import PATH_ENV, REGISTRY, busybox_recipe
 
@@ -94,12 +100,10 @@ class AgentPlan(DistillPlan):
         self.site_files = sorted({f for d in dists.values() for f in distribution_files(d, self.site)}, key=str)
         self.stdlib_files = self._stdlib_files()
         self.interpreter = self.prefix / "bin" / f"python{PY_VERSION}"
-        libs = library_closure([self.interpreter, *self.stdlib_files, *self.site_files], self.ldd)
-        site_str = str(self.site) + os.sep
-        self.site_files = sorted(set(self.site_files) | {
-            p.resolve() for p in libs.libraries if str(p.resolve()).startswith(site_str)}, key=str)
-        self.system_libs = [p for p in libs.libraries if not str(p.resolve()).startswith(site_str)]
-        self.missing_libs = libs.missing
+        runtime = runtime_files(self.interpreter, self.stdlib_files, self.site_files, self.site, self.ldd)
+        self.site_files = runtime.site_files
+        self.system_libs = runtime.system_libs
+        self.missing_libs = runtime.missing
         self.gpu_files = []
         self.gpu_system_libs = []
         self._done = True

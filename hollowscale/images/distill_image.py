@@ -38,6 +38,7 @@ from hollowscale.images.pyenv import (
     distributions_for,
     library_closure,
     project_closure,
+    runtime_files,
 )
 from hollowscale.images.recipe import LayerRecipe, Recipe, files_layer
 from hollowscale.images.small import PATH_ENV, REGISTRY, busybox_recipe
@@ -167,12 +168,10 @@ class DistillPlan:
         self.stdlib_files = self._stdlib_files()
         self.interpreter = self.prefix / "bin" / f"python{PY_VERSION}"
         # the CPU closure decides layers 2 and 3, so both variants share them
-        cpu_libs = library_closure([self.interpreter, *self.stdlib_files, *self.site_files], self.ldd)
-        site_str = str(self.site) + os.sep
-        self.site_files = sorted(set(self.site_files) | {
-            p.resolve() for p in cpu_libs.libraries if str(p.resolve()).startswith(site_str)}, key=str)
-        self.system_libs = [p for p in cpu_libs.libraries if not str(p.resolve()).startswith(site_str)]
-        self.missing_libs = cpu_libs.missing
+        runtime = runtime_files(self.interpreter, self.stdlib_files, self.site_files, self.site, self.ldd)
+        self.site_files = runtime.site_files
+        self.system_libs = runtime.system_libs
+        self.missing_libs = runtime.missing
         self.gpu_files: list[Path] = []
         self.gpu_system_libs: list[Path] = []
         if self.gpu:
@@ -180,6 +179,7 @@ class DistillPlan:
             self.gpu_files = [f for f in gpu_files if f not in in_site]
             gpu_libs = library_closure(self.gpu_files, self.ldd)
             known = set(self.system_libs)
+            site_str = str(self.site) + os.sep
             self.gpu_system_libs = [p for p in gpu_libs.libraries
                                     if not str(p.resolve()).startswith(site_str) and p not in known]
         self._done = True

@@ -246,3 +246,32 @@ def library_closure(roots: Iterable[Path], ldd: LddCache) -> LibClosure:
             queue.append(path)
     ldd.save()
     return LibClosure(tuple(sorted(libs)), tuple(sorted(missing)))
+
+
+@dataclass(frozen=True)
+class RuntimeFiles:
+    """What a Python program's image holds besides its own code, split by layer.
+
+    Attributes:
+        site_files: the wheels' files plus the shared libraries inside site-packages they load
+            (bundled ``.libs`` folders): they go with the wheels' layer.
+        system_libs: the libraries from the system the interpreter, stdlib and wheels load.
+        missing: sonames ``ldd`` could not resolve.
+    """
+
+    site_files: list[Path]
+    system_libs: list[Path]
+    missing: tuple[str, ...]
+
+
+def runtime_files(interpreter: Path, stdlib_files: Iterable[Path], site_files: Iterable[Path], site: Path,
+                  ldd: LddCache) -> RuntimeFiles:
+    """The ``ldd`` closure of the interpreter, its stdlib and the wheels, split into what lives in
+    site-packages and what comes from the system (the two image builders share this rule)."""
+    site_list = list(site_files)
+    libs = library_closure([interpreter, *stdlib_files, *site_list], ldd)
+    site_str = str(site) + os.sep
+    in_site = {p.resolve() for p in libs.libraries if str(p.resolve()).startswith(site_str)}
+    return RuntimeFiles(site_files=sorted(set(site_list) | in_site, key=str),
+                        system_libs=[p for p in libs.libraries if not str(p.resolve()).startswith(site_str)],
+                        missing=libs.missing)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from hollowscale import __version__
 from hollowscale.plan.fit import PROJECT_TO, cost_fits
 from hollowscale.plan.state import write_json_atomic
 from hollowscale.report.html import CSS as REPORT_CSS
+from hollowscale.report.html import svg as _svg
 from hollowscale.report.html import table as html_table
 
 METHOD = {
@@ -47,14 +47,6 @@ METHOD = {
            "errors from the residual variance; 95% prediction intervals (Student t); beyond the measured sizes "
            "every value is a projection",
 }
-
-
-def _svg(fig: Any) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
 
 
 def build_capacity(sc: Any, planner: Any, result: Any) -> dict[str, Any]:

@@ -105,7 +105,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
 
 
 def _plots(variants: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, str]]:
-    from hollowscale.report.html import _pairs, _svg, plt
+    from hollowscale.report.html import _pairs, plt
+    from hollowscale.report.html import svg as _svg
 
     out = []
     for key, title, ylabel, source in (

@@ -68,7 +68,7 @@ def plot_svg(j: dict[str, Any]) -> str | None:
     teachers = j.get("teacher_series") or []
     if not rate and not teachers:
         return None
-    from hollowscale.report.html import _svg
+    from hollowscale.report.html import svg as _svg
 
     fig, ax = plt.subplots(figsize=(8, 3))
     if rate:

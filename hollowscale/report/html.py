@@ -24,7 +24,8 @@ from hollowscale.report.distill import html_parts as distill_html
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
 
-def _svg(fig: Any) -> str:
+def svg(fig: Any) -> str:
+    """A matplotlib figure as inline SVG markup (closes the figure)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
@@ -88,7 +89,7 @@ def control_plane_plot(cp: dict[str, Any], horizon: float) -> str | None:
         seen.add(c["lease"])
     ax.set_yticks(range(len(lanes) + 1), [*lanes, "API unreachable"])
     ax.set_xlabel("s since load start (red: down, orange: stalled, *: new leader)")
-    return _svg(fig)
+    return svg(fig)
 
 
 def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict[str, Any],
@@ -105,7 +106,7 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     ax.set_ylabel("ms")
     ax.legend(loc="upper left")
     out.append(("plot-startup", "Pod startup latency over time (created -> Running)",
-                "timeline: pods that turned Running in the last 10 s, nearest-rank percentiles", _svg(fig)))
+                "timeline: pods that turned Running in the last 10 s, nearest-rank percentiles", svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     ax.bar(t, series.get("scheduled_per_s") or [], width=max((t[1] - t[0]) if len(t) > 1 else 1.0, 0.1),
@@ -125,7 +126,7 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     ax.legend(loc="upper left")
     out.append(("plot-throughput", "Scheduling throughput",
                 "timeline scheduled_ms per 1 s bucket; " + html.escape(str((prom or {}).get("query_binding_rate", "no Prometheus"))),
-                _svg(fig)))
+                svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     ax.plot(t, series.get("pending_pods") or [], label="pending")
@@ -133,14 +134,14 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     ax.set_xlabel("s since load start")
     ax.set_ylabel("pods")
     ax.legend(loc="upper left")
-    out.append(("plot-pods", "Pending and running pods", "timeline: created/scheduled/running/finished per pod", _svg(fig)))
+    out.append(("plot-pods", "Pending and running pods", "timeline: created/scheduled/running/finished per pod", svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     ax.plot(t, series.get("gpu_allocation_pct") or [], color="C2")
     ax.set_ylim(0, 105)
     ax.set_xlabel("s since load start")
     ax.set_ylabel("% of GPUs allocated")
-    out.append(("plot-gpu", "GPU allocation", "timeline: GPU requests of bound, unfinished pods / GPUs in the pools", _svg(fig)))
+    out.append(("plot-gpu", "GPU allocation", "timeline: GPU requests of bound, unfinished pods / GPUs in the pools", svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     any_line = False
@@ -157,7 +158,7 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     ax.set_xlabel("s since load start")
     ax.set_ylabel("p99 ms")
     out.append(("plot-api-time", "API request latency p99 by verb over time",
-                html.escape(str((prom or {}).get("query_api_p99", "no Prometheus"))), _svg(fig)))
+                html.escape(str((prom or {}).get("query_api_p99", "no Prometheus"))), svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     verbs = sorted(v for v in api_by_verb if api_by_verb[v].get("p99") is not None)
@@ -171,7 +172,7 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
         ax.text(0.5, 0.5, "no Prometheus data", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylabel("ms")
     out.append(("plot-api-verb", "API request latency by verb (whole run)",
-                "apiserver_request_sli_duration_seconds, histogram_quantile over increase() of the run window", _svg(fig)))
+                "apiserver_request_sli_duration_seconds, histogram_quantile over increase() of the run window", svg(fig)))
     return out
 
 
