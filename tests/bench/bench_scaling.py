@@ -462,7 +462,10 @@ def agent_health(m0: dict[str, dict[str, float]], m1: dict[str, dict[str, float]
 def saturated(w: dict[str, Any], agent: str, bound: float) -> list[str]:
     """Why ``w`` (a window or churn record) counts as the agent falling behind ([] = it kept up)."""
     why = []
-    lag = (w.get("renew_lag_p99_s") or {}).get(agent)
+    lags = w.get("renew_lag_p99_s") or {}
+    lag = lags.get(agent)
+    if agent in lags and lag is None and "offered_pods_per_s" not in w:
+        why.append("renew lag unknown: the agent's metrics did not answer (too throttled to serve them)")
     if lag is not None and lag > bound:
         why.append(f"renew lag p99 {lag:.1f}s > {bound}s")
     if "offered_pods_per_s" in w:
@@ -873,8 +876,10 @@ def write_md(doc: dict[str, Any], path: Path) -> None:
         sa, sc, sb = d.get("agent_churn_supplement") or {}, d.get("control_plane_churn_supplement") or {}, \
             d.get("bystanders_supplement") or {}
         L += ["", f"Supplementary run at smaller sizes, where the control plane kept up with the pods ({sup['date']}, "
-              f"`{sup['command']}`, {sup['wall_s']} s); its figures replace the ones this run could not resolve "
-              "(marked in the sizing):", "",
+              f"`{sup['command']}`, {sup['wall_s']} s); "
+              + ("its figures stand in for the ones this run could not resolve (marked in the sizing):"
+                 if d.get("bystanders_from") or d.get("control_plane_churn_from") else
+                 "this run resolved its own figures; the supplement's are shown for comparison:"), "",
               "| figure | value | from |", "|---|---|---|",
               f"| agent CPU per pod transition, own pods | {f3(sa.get('cpu_ms_per_transition'))} ms | sweep on its agent A "
               f"({sup['raw']['growth']['steps'][0]['steady']['nodes']} nodes), {(sa.get('fit') or {}).get('n')} points, "
@@ -1060,6 +1065,8 @@ def auto_notes(doc: dict[str, Any]) -> list[str]:
 
 def finish(doc: dict[str, Any]) -> dict[str, Any]:
     doc["method"] = METHOD
+    for w in (doc["raw"].get("quota") or {}).get("steady", []):  # the criterion again, as it stands now
+        w["behind"] = saturated(w, "q", float(doc["params"]["lag_bound_s"]))
     doc["derived"] = derive(doc["raw"], float(doc["params"]["lag_bound_s"]))
     doc["notes"] = auto_notes(doc)
     return doc
