@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,25 @@ def namespaces(kubectl: list[str], rendered: dict[Path, list[dict[str, Any]]]) -
 
 
 def _dry_run(kubectl: list[str], ns: str, docs: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    return _run(
-        kubectl,
-        ["apply", "--dry-run=server", "--validate=strict", "-n", ns, "-o", "name", "-f", "-"],
-        stdin=yaml.safe_dump_all(docs),
-    )
+    """Apply ``docs`` as a server-side dry run; objects without a namespace go to ``ns``.
+
+    ``ns`` is the kubeconfig context's namespace, not ``-n``: with an explicit ``-n`` kubectl refuses
+    every object that names another namespace (the RBAC of ``deploy/hollowscale/target`` names
+    ``kube-node-lease``), while a context namespace is only the default.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "kubeconfig"
+        raw = _run(kubectl, ["config", "view", "--raw"])
+        assert raw.returncode == 0, raw.stderr
+        config.write_text(raw.stdout)
+        scoped = [kubectl[0], f"--kubeconfig={config}"]
+        p = _run(scoped, ["config", "set-context", "--current", f"--namespace={ns}"])
+        assert p.returncode == 0, p.stderr
+        return _run(
+            scoped,
+            ["apply", "--dry-run=server", "--validate=strict", "-o", "name", "-f", "-"],
+            stdin=yaml.safe_dump_all(docs),
+        )
 
 
 def test_deploy_has_manifests() -> None:
@@ -103,7 +118,8 @@ def test_every_manifest_is_accepted_by_the_apiserver(
         names = {d["metadata"]["name"] for d in docs}
         assert names <= accepted, f"{source}: not applied: {sorted(names - accepted)} (output: {p.stdout})"
         for d in docs:  # a dry run stores nothing
-            got = _run(kubectl, ["get", d["kind"], d["metadata"]["name"], "-n", namespaces, "-o", "name"])
+            ns = d["metadata"].get("namespace") or namespaces
+            got = _run(kubectl, ["get", d["kind"], d["metadata"]["name"], "-n", ns, "-o", "name"])
             assert got.returncode != 0 and "NotFound" in got.stderr, f"{d['kind']}/{d['metadata']['name']} exists"
 
 
