@@ -22,18 +22,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
-from hollowscale.images.distill_image import (
-    APP_DIR,
-    IMAGE_SITE,
-    PY_VERSION,
-    PYC_REWRITE_VERSION,
-    DistillPlan,
-    rewrite_pycs,
-    with_pycs,
-)
+from hollowscale.images.distill_image import APP_DIR, PY_VERSION, DistillPlan, default_ldd_cache, python_layer
 from hollowscale.images.layout import Entry, file_entry
 from hollowscale.images.pyenv import (
     LddCache,
@@ -43,7 +34,7 @@ from hollowscale.images.pyenv import (
     project_closure,
     runtime_files,
 )
-from hollowscale.images.recipe import LayerRecipe, Recipe, files_layer
+from hollowscale.images.recipe import Recipe, files_layer
 from hollowscale.images.small import PATH_ENV, REGISTRY, busybox_recipe
 
 AGENT_VERSION = "0.1.0"
@@ -117,23 +108,11 @@ class AgentPlan(DistillPlan):
                     out.append(path.relative_to(self.root))
         return out
 
-    def site_entries(self) -> list[Entry]:
-        self.compute()
-        return with_pycs([file_entry(f"{IMAGE_SITE}/{p.relative_to(self.site)}", p) for p in self.site_files])
-
 
 def agent_recipe(ldd_cache: Path | None = None) -> Recipe:
     """The agent image's recipe (hollow agent, Locust with the locustfile, kubecore)."""
-    if ldd_cache is None:
-        from hollowscale.images.build import images_cache_root
-
-        ldd_cache = images_cache_root() / "ldd.json"
-    plan = AgentPlan(ldd_cache)
-
-    def layer(title: str, entries: Callable[[], list[Entry]], compress: bool, pycs: bool = True) -> LayerRecipe:
-        return files_layer(title, entries, compress=compress, transform=rewrite_pycs if pycs else None,
-                           extra=PYC_REWRITE_VERSION if pycs else "")
-
+    plan = AgentPlan(ldd_cache or default_ldd_cache())
+    layer = python_layer
     layers = [
         busybox_recipe().layers[0],
         layer("Python runtime and shared libraries", plan.runtime_entries, compress=True),

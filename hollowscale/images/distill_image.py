@@ -263,19 +263,24 @@ def dataset_entries() -> list[Entry]:
     return [file_entry(str(p).lstrip("/"), p, 0o644) for p in files]
 
 
+def default_ldd_cache() -> Path:
+    """Where the ``ldd`` answers are remembered between builds (the images cache)."""
+    from hollowscale.images.build import images_cache_root
+
+    return images_cache_root() / "ldd.json"
+
+
+def python_layer(title: str, entries: Callable[[], list[Entry]], compress: bool, pycs: bool = True) -> LayerRecipe:
+    """A layer of a Python image; with ``pycs`` its ``.pyc`` files are rewritten as unchecked-hash pycs."""
+    return files_layer(title, entries, compress=compress, transform=rewrite_pycs if pycs else None,
+                       extra=PYC_REWRITE_VERSION if pycs else "")
+
+
 def distill_recipe(gpu: bool, ldd_cache: Path | None = None) -> Recipe:
     """The distill image's recipe, CPU (``gpu=False``) or GPU variant; both tagged DISTILL_IMAGE."""
-    if ldd_cache is None:
-        from hollowscale.images.build import images_cache_root
-
-        ldd_cache = images_cache_root() / "ldd.json"
-    plan = DistillPlan(gpu, ldd_cache)
+    plan = DistillPlan(gpu, ldd_cache or default_ldd_cache())
     variant = "gpu" if gpu else "cpu"
-
-    def layer(title: str, entries: Callable[[], list[Entry]], compress: bool, pycs: bool = True) -> LayerRecipe:
-        return files_layer(title, entries, compress=compress, transform=rewrite_pycs if pycs else None,
-                           extra=PYC_REWRITE_VERSION if pycs else "")
-
+    layer = python_layer
     layers = [
         busybox_recipe().layers[0],
         layer("Python runtime and shared libraries", plan.runtime_entries, compress=True),
