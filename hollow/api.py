@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import aiohttp
 import orjson
 
+from hollow import protobuf
 from hollow.http1 import Http1Pool, HttpError
 from hollow.metrics import Metrics
 from kubecore.config import KubeEndpoint
@@ -95,11 +96,15 @@ class Response(NamedTuple):
         return orjson.loads(self.body) if self.body else None
 
     def resource_version(self) -> str:
-        """``metadata.resourceVersion`` of the object in the body, '' if none (found without parsing)."""
-        return resource_version_of(self.body)
+        """``metadata.resourceVersion`` of the object in the body (JSON or protobuf), '' if none."""
+        rv = protobuf.resource_version(self.body)
+        return resource_version_of(self.body) if rv is None else rv
 
     def message(self) -> str:
-        """The Status message of an error response, or a short body excerpt."""
+        """The Status message of an error response (JSON or protobuf), or a short body excerpt."""
+        proto = protobuf.status_message(self.body)
+        if proto:
+            return proto
         try:
             doc = orjson.loads(self.body)
             if isinstance(doc, dict) and doc.get("message"):
@@ -166,6 +171,9 @@ class PrioritySemaphore:
 
 def _retry_after(body: bytes) -> float | None:
     """``details.retryAfterSeconds`` of a 429 Status (the apiserver sends it with the Retry-After header)."""
+    if body.startswith(protobuf.MAGIC):
+        proto = protobuf.status_retry_after(body)
+        return float(proto) if proto else None
     try:
         doc = orjson.loads(body)
         seconds = ((doc.get("details") or {}).get("retryAfterSeconds")) if isinstance(doc, dict) else None
@@ -192,7 +200,9 @@ class ApiClient:
         #: a token that may change (exec plugin): asked for per request; a static one goes on the session
         self._refresh = endpoint.refresh is not None
         static_auth = {} if self._refresh else endpoint.auth_headers()
-        self._headers = {"Accept": JSON, "User-Agent": settings.user_agent, **static_auth}
+        self._headers = {"User-Agent": settings.user_agent, **static_auth}
+        #: the Accept line of each answer type, encoded once (requests carry it per call)
+        self._accept = {JSON: {"Accept": JSON}}
         self._session: aiohttp.ClientSession | None = None  # watches (long-lived streams) only
         self._pool: Http1Pool | None = None  # every other request
         self._children: dict[tuple[str, int], Any] = {}
@@ -214,7 +224,7 @@ class ApiClient:
                 limit=self.settings.max_inflight + 16, limit_per_host=0,
                 ssl=ssl_context or False, keepalive_timeout=120, ttl_dns_cache=None)
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, cookie_jar=aiohttp.DummyCookieJar(), json_serialize=lambda o: orjson.dumps(o).decode(),
+                connector=connector, headers={"Accept": JSON, **self._headers}, cookie_jar=aiohttp.DummyCookieJar(), json_serialize=lambda o: orjson.dumps(o).decode(),
                 timeout=aiohttp.ClientTimeout(total=self.settings.request_timeout_s), auto_decompress=True,
                 read_bufsize=2**18)
 
@@ -245,7 +255,7 @@ class ApiClient:
 
     async def request(self, verb: str, method: str, path: str, *, body: Any = None,
                       content_type: str = JSON, params: dict[str, str] | None = None,
-                      retry: bool = True, priority: int = 1) -> Response:
+                      retry: bool = True, priority: int = 1, accept: str = JSON) -> Response:
         """Send one request (with retries) and return the final response.
 
         Args:
@@ -258,7 +268,12 @@ class ApiClient:
             params: query parameters.
             retry: retry 429/5xx/timeouts (False for calls whose caller handles failure itself).
             priority: 0 for heartbeats (served first when requests queue), 1 for everything else.
+            accept: the answer's media type (:data:`JSON`, or :data:`hollow.protobuf.PROTOBUF` where the
+                caller reads it with :mod:`hollow.protobuf`; errors then come as a protobuf Status).
         """
+        accept_header = self._accept.get(accept)
+        if accept_header is None:
+            accept_header = self._accept[accept] = {"Accept": accept}
         make: Callable[[], Any] | None = body if callable(body) else None
         data = None if make is not None else (body if isinstance(body, bytes | None) else orjson.dumps(body))
         pool = self._pool
@@ -283,7 +298,7 @@ class ApiClient:
                     made = make()
                     data = made if isinstance(made, bytes) else orjson.dumps(made)
                 # per attempt: a retry after a 401 carries the renewed token
-                extra = self.endpoint.auth_headers() if self._refresh else None
+                extra = {**accept_header, **self.endpoint.auth_headers()} if self._refresh else accept_header
                 raw = pool.encode(method, path, data, content_type, params, extra)
                 t0 = time.perf_counter()
                 try:

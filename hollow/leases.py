@@ -6,7 +6,9 @@ thousand nodes make a steady ~1,000 renewals/s at 40 s leases instead of bursts.
 within 50 ms of each other fire together (one wake-up of the agent for a batch of renewals).
 
 A renewal is an update (PUT) of the whole Lease at the resourceVersion our last write returned, as
-the kubelet renews; when that version is unknown (an adopted Lease) or stale (409: someone else wrote
+the kubelet renews, and in protobuf both ways, as the kubelet talks (:mod:`hollow.protobuf`: about a
+tenth less apiserver CPU per renewal than JSON); an apiserver that refuses protobuf (415) gets JSON
+from then on; when that version is unknown (an adopted Lease) or stale (409: someone else wrote
 it), a merge patch of ``spec.renewTime`` renews it and tells the current version.  A missing Lease is
 created (owned by its Node, so it is garbage-collected with it); no GET before a write, ever.
 
@@ -19,7 +21,10 @@ import asyncio
 import logging
 import random
 
-from hollow.api import MERGE_PATCH, ApiClient, Response
+import orjson
+
+from hollow import protobuf
+from hollow.api import JSON, MERGE_PATCH, ApiClient, Response
 from hollow.clock import Clock
 from hollow.faults import FaultState
 from hollow.metrics import Metrics
@@ -62,6 +67,8 @@ class LeaseManager:
         self._created = metrics.lease_renewals.labels("created")
         self._err = metrics.lease_renewals.labels("error")
         self._skipped = metrics.lease_renewals.labels("skipped_inflight")
+        #: write Leases in protobuf (as the kubelet does) until the apiserver says it takes no protobuf
+        self.protobuf = True
 
     def plan_phases(self, start: float) -> None:
         """Give every node its place on one grid: node ``i`` of ``n`` at ``start + renew * i / n``."""
@@ -122,12 +129,7 @@ class LeaseManager:
         resp: Response | None = None
         if state.lease_exists:
             if state.lease_rv:
-                rv, uid, lease_s = state.lease_rv, state.uid, self._lease_s
-
-                def update() -> bytes:
-                    return lease_update_bytes(name, uid, lease_s, rv, wall())
-
-                resp = await self.api.request("update_lease", "PUT", path, body=update, priority=0)
+                resp = await self._write("update_lease", "PUT", path, name, state.uid, state.lease_rv)
             if resp is None or resp.status == 409:  # version unknown, or someone else wrote the Lease
                 resp = await self.api.request("patch_lease", "PATCH", path, body=renew,
                                               content_type=MERGE_PATCH, priority=0)
@@ -136,8 +138,7 @@ class LeaseManager:
                 state.lease_exists = False
                 self.nodes.refresh_now(name)  # a 404 on the node too means it was deleted: re-register
         if not state.lease_exists:
-            resp = await self.api.request("create_lease", "POST", _LEASES, priority=0,
-                                          body=lambda: lease_body(name, state.uid, self._lease_s, wall()))
+            resp = await self._write("create_lease", "POST", _LEASES, name, state.uid, "")
             if resp.status == 201:
                 ok = created = True
             elif resp.status == 409:
@@ -161,6 +162,27 @@ class LeaseManager:
         if state.needs_ready:  # marked NotReady while we lagged: now that we are current, say Ready
             state.needs_ready = False
             self.nodes.refresh_now(name, transition=True)
+
+    async def _write(self, verb: str, method: str, path: str, name: str, node_uid: str, rv: str) -> Response:
+        """Create (``rv`` empty) or update the whole Lease, in protobuf while the apiserver takes it."""
+        wall, lease_s = self.clock.wall, self._lease_s
+        if self.protobuf:
+            def proto() -> bytes:  # stamped when the request leaves, not when it queued
+                return protobuf.lease(name, LEASE_NAMESPACE, node_uid, lease_s, wall(), rv)
+
+            resp = await self.api.request(verb, method, path, body=proto, content_type=protobuf.PROTOBUF,
+                                          accept=protobuf.PROTOBUF, priority=0)
+            if resp.status != 415:
+                return resp
+            log.warning("the apiserver refuses protobuf Leases (415: %s); renewing in JSON", resp.message())
+            self.protobuf = False
+
+        def as_json() -> bytes:
+            if rv:
+                return lease_update_bytes(name, node_uid, lease_s, rv, wall())
+            return orjson.dumps(lease_body(name, node_uid, lease_s, wall()))
+
+        return await self.api.request(verb, method, path, body=as_json, content_type=JSON, priority=0)
 
     def take_recent_lags(self) -> list[float]:
         """Lags recorded since the last call (for the self-monitor's p99)."""

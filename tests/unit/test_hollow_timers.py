@@ -10,8 +10,9 @@ from typing import Any
 
 import orjson
 
+from hollow import protobuf
 from hollow.api import Response
-from hollow.clock import FakeClock
+from hollow.clock import FakeClock, rfc3339_micro
 from hollow.faults import FaultState
 from hollow.leases import COALESCE_S, LeaseManager, spread
 from hollow.metrics import Metrics
@@ -20,6 +21,23 @@ from hollow.pools import parse_pools
 from hollow.settings import AgentSettings, HeartbeatSettings
 from hollow.sharding import Shard, assign
 from hollow.timers import TimerLoop, TimerQueue
+
+
+def _lease_as_json(body: bytes) -> dict[str, Any]:
+    """A protobuf Lease (:func:`hollow.protobuf.lease`) as the JSON object it stands for."""
+    def msg(buf: Any) -> dict[int, Any]:
+        return dict(protobuf.fields(buf))
+
+    lease = msg(msg(body[len(protobuf.MAGIC):])[2])
+    meta, spec = msg(lease[1]), msg(lease[2])
+    owner = msg(meta[13])
+    renew = msg(spec[4])
+    return {"metadata": {"name": meta[1].decode(), "namespace": meta[3].decode(),
+                         **({"resourceVersion": meta[6].decode()} if 6 in meta else {}),
+                         "ownerReferences": [{"apiVersion": owner[5].decode(), "kind": owner[1].decode(),
+                                              "name": owner[3].decode(), "uid": owner[4].decode()}]},
+            "spec": {"holderIdentity": spec[1].decode(), "leaseDurationSeconds": spec[2],
+                     "renewTime": rfc3339_micro(renew[1] + renew.get(2, 0) / 1e9)}}
 
 
 class RecordingApi:
@@ -35,7 +53,7 @@ class RecordingApi:
         if callable(body):
             body = body()
         if isinstance(body, bytes):
-            body = orjson.loads(body)
+            body = _lease_as_json(body) if kw.get("content_type") == protobuf.PROTOBUF else orjson.loads(body)
         self.calls.append((self.clock.monotonic(), verb, method, path, body))
         self.priorities.append((verb, kw.get("priority", 1)))
         await asyncio.sleep(0)
