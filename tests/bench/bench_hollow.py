@@ -87,6 +87,23 @@ MODES = ("bare", "scheduler")
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
 UPDATES = frozenset({"PUT", "PATCH", "APPLY"})
+#: where kube-apiserver's CPU goes, as shares of its CPU samples passing through a function (inclusive;
+#: the rows overlap where one calls another, e.g. etcd calls are made inside the update path)
+APISERVER_PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("update_path", "update path (registry Store.Update, etcd included)", r"registry\.\(\*Store\)\.Update$"),
+    ("x509_auth", "client certificate check per request (x509 chain verify)",
+     r"x509\.\(\*Authenticator\)\.AuthenticateRequest$"),
+    ("managed_fields", "managed fields tracking (FieldManager.Update)",
+     r"managedfields/internal\.\(\*FieldManager\)\.Update$"),
+    ("managed_fields_admit", "managed fields admission (Admit)", r"managedFieldsValidatingAdmissionController\)\.Admit$"),
+    ("managed_fields_validate", "managed fields admission (Validate)",
+     r"managedFieldsValidatingAdmissionController\)\.Validate$"),
+    ("etcd_client", "etcd client (gRPC Invoke)", r"grpc\.\(\*ClientConn\)\.Invoke$"),
+    ("decode", "request body decode (codec Decode)", r"versioning\.\(\*codec\)\.Decode$"),
+    ("encode", "object encode (codec Encode)", r"versioning\.\(\*codec\)\.Encode$"),
+    ("watch", "watch serving (WatchServer)", r"\(\*WatchServer\)\.HandleHTTP$"),
+    ("gc", "garbage collection (background mark)", r"runtime\.gcBgMarkWorker$"),
+)
 ENGINE_LABEL = {"hollow": "hollow", "kwok": "KWOK tuned"}
 
 # --- KWOK tuned ---------------------------------------------------------------------------------
@@ -807,6 +824,50 @@ def pod_body(i: int, engine: Any, mode: str) -> dict[str, Any]:
             "spec": spec}
 
 
+async def capture_apiserver_profile(api: ApiClient, seconds: int, out: Path) -> str | None:
+    """kube-apiserver's own CPU profile (``/debug/pprof/profile``, on by default) for ``seconds``, saved."""
+    resp = await api.request("pprof", "GET", "/debug/pprof/profile", params={"seconds": str(seconds)}, retry=False)
+    if not resp.ok:
+        log(f"  apiserver profile: HTTP {resp.status} {resp.message()}")
+        return None
+    out.write_bytes(resp.body)
+    return str(out)
+
+
+def pprof_cum_shares(top_cum: str, rows: Iterable[tuple[str, str, str]] = APISERVER_PROFILE_ROWS
+                     ) -> dict[str, float]:
+    """Per row key, the largest inclusive % (``cum%``) of a function matching the row's pattern in
+    ``go tool pprof -top -cum`` text (0.0 when none matches)."""
+    out: dict[str, float] = {key: 0.0 for key, _, _ in rows}
+    compiled = [(key, re.compile(rx)) for key, _, rx in rows]
+    for line in top_cum.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[4].endswith("%"):
+            continue
+        try:
+            cum = float(parts[4].rstrip("%"))
+        except ValueError:
+            continue
+        for label, rx in compiled:
+            if rx.search(parts[5].strip()):
+                out[label] = max(out[label], round(cum, 1))
+    return out
+
+
+def summarise_apiserver_profile(path: str | None) -> dict[str, Any]:
+    """The shares of :data:`APISERVER_PROFILE_ROWS` in a saved profile (``go tool pprof``), or why none."""
+    if not path:
+        return {"note": "no apiserver profile"}
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if not go:
+        return {"file": path, "note": "go not found: profile kept, not summarised"}
+    proc = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=100000", path],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return {"file": path, "note": f"go tool pprof failed: {proc.stderr.strip()[-300:]}"}
+    return {"file": path, "shares": pprof_cum_shares(proc.stdout)}
+
+
 class Run:
     """One engine run on its own control plane: the engine, meters and the phase profiler."""
 
@@ -860,7 +921,12 @@ async def register_phase(run: Run, nodes: NodeTracker) -> dict[str, Any]:
 async def steady_phase(run: Run, nodes: NodeTracker) -> dict[str, Any]:
     """(b) hold the nodes for ``--steady-s``: engine CPU and RSS, lease ages, NotReady nodes."""
     engine, args = run.engine, run.args
-    await asyncio.sleep(args.settle_s)  # first renewals of late nodes settle
+    t_settle = time.monotonic()
+    profile_path = None
+    if args.apiserver_profile_s > 0:  # in the pause, not the window: profiling costs the apiserver a little
+        profile_path = await capture_apiserver_profile(
+            run.api, args.apiserver_profile_s, run.work / f"apiserver-{run.tag}-{engine.name}.pprof")
+    await asyncio.sleep(max(0.0, args.settle_s - (time.monotonic() - t_settle)))  # late nodes' renewals settle
     nodes.armed = True
     m0 = engine.metrics()
     c0 = await run.counter.snap()
@@ -896,6 +962,9 @@ async def steady_phase(run: Run, nodes: NodeTracker) -> dict[str, Any]:
         "nodes_went_notready": len(nodes.went_notready),
         "nodes_ready_at_end": len(nodes.ready),
         "api": {**steady_api_figures(delta, args.nodes, steady["wall_s"]), "failed": failed},
+        "apiserver_ms_per_write": round(1000 * steady["cores"]["kube-apiserver"] * steady["wall_s"] / mutating(delta), 3)
+        if mutating(delta) and is_num(steady["cores"].get("kube-apiserver")) else None,
+        "apiserver_profile": await asyncio.to_thread(summarise_apiserver_profile, profile_path),
     }
     log(f"  {engine.name}: steady {args.steady_s}s: {out['engine_cores']} cores, rss max {out['engine_rss_mb_max']} MB, "
         f"lease age p99 {out['lease_age_s']['p99']}s, NotReady {len(nodes.went_notready)}")
@@ -1082,7 +1151,10 @@ def figures() -> list[tuple[str, str]]:
              ("steady.api.per_node_per_min.mutating", "(b) API writes per node per minute"),
              ("steady.api.per_node_per_min.lease_writes", "(b) lease writes per node per minute"),
              ("steady.api.per_node_per_min.node_status_writes", "(b) node status writes per node per minute"),
-             ("steady.api.per_node_per_min.reads", "(b) API reads per node per minute")]
+             ("steady.api.per_node_per_min.reads", "(b) API reads per node per minute"),
+             ("steady.apiserver_ms_per_write", "(b) kube-apiserver CPU ms per API write")]
+    rows += [(f"steady.apiserver_profile.shares.{key}", f"(b) apiserver profile: {label} (% of its CPU)")
+             for key, label, _ in APISERVER_PROFILE_ROWS]
     for m in MODES:
         p = f"pods_{m}"
         rows += [(f"{p}.create_pods_per_s", f"(c {m}) create rate (pods/s)"),
@@ -1423,6 +1495,8 @@ def main() -> None:
     p.add_argument("--steady-s", type=int, default=120)
     p.add_argument("--repeats", type=int, default=3, help="runs per engine, order alternating (default 3)")
     p.add_argument("--settle-s", type=int, default=10, help="pause between all-Ready and the steady window")
+    p.add_argument("--apiserver-profile-s", type=int, default=20,
+                   help="profile kube-apiserver this long (pprof) in the pause before the steady window (0: off)")
     p.add_argument("--register-cap-s", type=int, default=90, help="give up waiting for all nodes Ready after this")
     p.add_argument("--delete-cap-s", type=int, default=35, help="stop waiting for pod deletion after this")
     p.add_argument("--pod-cap-s", type=int, default=70,

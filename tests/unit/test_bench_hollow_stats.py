@@ -271,3 +271,21 @@ def test_schema_1_files_are_upgraded_for_render() -> None:
     assert [(r["engine"], r["repeat"], r["order"]) for r in new["runs"]] == [("hollow", 1, 1), ("kwok", 1, 2)]
     assert new["control_plane_profile"] == "scale" and new["manual_notes"] == ["old note"]
     assert new["params"]["fresh_control_plane_per_run"] is False
+
+
+def test_pprof_cum_shares_takes_each_rows_inclusive_percent() -> None:
+    text = """File: kube-apiserver
+Showing nodes accounting for 17.33s, 43.34% of 39.99s total
+      flat  flat%   sum%        cum   cum%
+     0.04s   0.1%  0.13%     15.44s 38.61%  k8s.io/apiserver/pkg/registry/generic/registry.(*Store).Update
+     0.02s  0.05%  1.43%      5.35s 13.38%  k8s.io/apiserver/pkg/authentication/request/x509.(*Authenticator).AuthenticateRequest
+     0.03s 0.075%  0.53%      6.71s 16.78%  k8s.io/apimachinery/pkg/util/managedfields/internal.(*FieldManager).Update
+     0.01s 0.025%  0.53%      6.66s 16.65%  k8s.io/apimachinery/pkg/util/managedfields/internal.(*FieldManager).UpdateNoErrors
+         0     0%  2.48%      3.77s  9.43%  runtime.gcBgMarkWorker
+         0     0%  2.48%      3.76s  9.40%  runtime.gcBgMarkWorker.func2
+"""
+    shares = bh.pprof_cum_shares(text)
+    assert shares["update_path"] == 38.6 and shares["x509_auth"] == 13.4
+    assert shares["managed_fields"] == 16.8  # UpdateNoErrors is another function
+    assert shares["gc"] == 9.4 and shares["decode"] == 0.0
+    assert set(shares) == {key for key, _, _ in bh.APISERVER_PROFILE_ROWS}
