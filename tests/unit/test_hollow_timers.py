@@ -172,6 +172,37 @@ async def test_faulted_nodes_do_not_renew_and_catch_up_after() -> None:
     assert faults.recovered(clock.monotonic()) == ["g-3"]
 
 
+class NoProtobufApi(RecordingApi):
+    """An apiserver behind a proxy that takes JSON only: 415 to every protobuf body."""
+
+    async def request(self, verb: str, method: str, path: str, *, body: Any = None, **kw: Any) -> Response:
+        if kw.get("content_type") == protobuf.PROTOBUF:
+            self.calls.append((self.clock.monotonic(), verb + "_refused", method, path, None))
+            return Response(415, b'{"kind":"Status","message":"the body of the request was in an unknown format"}')
+        return await super().request(verb, method, path, body=body, **kw)
+
+
+async def test_leases_fall_back_to_json_once_protobuf_is_refused() -> None:
+    clock = FakeClock()
+    api = NoProtobufApi(clock)
+    nodes, leases = _nodes(5, clock, api, HeartbeatSettings())
+    start = clock.monotonic()
+    leases.plan_phases(start)
+    for name in nodes.nodes:
+        leases.add(name)
+    task = asyncio.ensure_future(leases.run())
+    while clock.monotonic() < start + 35:
+        await asyncio.sleep(0)
+    task.cancel()
+    refused = [c for c in api.calls if c[1].endswith("_refused")]
+    assert len(refused) == 1 and not leases.protobuf  # asked once, then JSON for good
+    creates = [c for c in api.calls if c[1] == "create_lease"]
+    updates = [c for c in api.calls if c[1] == "update_lease"]
+    assert len(creates) == 5 and len(updates) >= 10  # the refused create was sent again, in JSON
+    assert all(c[4]["metadata"]["ownerReferences"][0]["uid"].startswith("uid-") for c in creates + updates)
+    assert all(c[4]["metadata"]["resourceVersion"] for c in updates)
+
+
 async def test_priority_semaphore_serves_heartbeats_first() -> None:
     from hollow.api import PrioritySemaphore
 
