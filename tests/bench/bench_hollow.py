@@ -1499,7 +1499,7 @@ def main() -> None:
                    help="profile kube-apiserver this long (pprof) in the pause before the steady window (0: off)")
     p.add_argument("--register-cap-s", type=int, default=90, help="give up waiting for all nodes Ready after this")
     p.add_argument("--delete-cap-s", type=int, default=35, help="stop waiting for pod deletion after this")
-    p.add_argument("--pod-cap-s", type=int, default=70,
+    p.add_argument("--pod-cap-s", type=int, default=240,
                    help="per pod mode, stop waiting for Running this long after creation began (finished: +run duration)")
     p.add_argument("--engines", default="hollow,kwok")
     p.add_argument("--kwok", default=str(Path.home() / ".cache/hollowscale/bin" / f"kwok-{KWOK_VERSION}" / "kwok"))
