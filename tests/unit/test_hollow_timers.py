@@ -101,6 +101,19 @@ def _nodes(n: int, clock: FakeClock, api: RecordingApi, hb: HeartbeatSettings,
     return nodes, leases
 
 
+async def _renew_for(clock: FakeClock, nodes: NodeManager, leases: LeaseManager, seconds: float) -> float:
+    """Plan, add every node and run the lease manager for ``seconds`` of fake time; returns the start."""
+    start = clock.monotonic()
+    leases.plan_phases(start)
+    for name in nodes.nodes:
+        leases.add(name)
+    task = asyncio.ensure_future(leases.run())
+    while clock.monotonic() < start + seconds:
+        await asyncio.sleep(0)
+    task.cancel()
+    return start
+
+
 def test_spread_is_even() -> None:
     due = spread([f"n{i}" for i in range(8)], 100.0, 10.0)
     assert sorted(due.values()) == [100 + 10 * i / 8 for i in range(8)]
@@ -112,14 +125,7 @@ async def test_leases_renew_every_quarter_lease_evenly_spread() -> None:
     api = RecordingApi(clock)
     hb = HeartbeatSettings()  # 40 s lease -> 10 s renewals, 4% jitter
     nodes, leases = _nodes(200, clock, api, hb)
-    start = clock.monotonic()
-    leases.plan_phases(start)
-    for name in nodes.nodes:
-        leases.add(name)
-    task = asyncio.ensure_future(leases.run())
-    while clock.monotonic() < start + 120:
-        await asyncio.sleep(0)
-    task.cancel()
+    start = await _renew_for(clock, nodes, leases, 120)
     renewals = [c for c in api.calls if c[1] in ("update_lease", "patch_lease", "create_lease")]
     creates = [c for c in api.calls if c[1] == "create_lease"]
     assert len(creates) == 200  # created once, then only renewed by update (PUT) at the version last answered
@@ -186,14 +192,7 @@ async def test_leases_fall_back_to_json_once_protobuf_is_refused() -> None:
     clock = FakeClock()
     api = NoProtobufApi(clock)
     nodes, leases = _nodes(5, clock, api, HeartbeatSettings())
-    start = clock.monotonic()
-    leases.plan_phases(start)
-    for name in nodes.nodes:
-        leases.add(name)
-    task = asyncio.ensure_future(leases.run())
-    while clock.monotonic() < start + 35:
-        await asyncio.sleep(0)
-    task.cancel()
+    await _renew_for(clock, nodes, leases, 35)
     refused = [c for c in api.calls if c[1].endswith("_refused")]
     assert len(refused) == 1 and not leases.protobuf  # asked once, then JSON for good
     creates = [c for c in api.calls if c[1] == "create_lease"]
