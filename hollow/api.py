@@ -202,7 +202,7 @@ class ApiClient:
         static_auth = {} if self._refresh else endpoint.auth_headers()
         self._headers = {"User-Agent": settings.user_agent, **static_auth}
         #: the Accept line of each answer type, encoded once (requests carry it per call)
-        self._accept = {JSON: {"Accept": JSON}}
+        self._accept = {JSON: b"Accept: application/json\r\n"}
         self._session: aiohttp.ClientSession | None = None  # watches (long-lived streams) only
         self._pool: Http1Pool | None = None  # every other request
         self._children: dict[tuple[str, int], Any] = {}
@@ -271,9 +271,9 @@ class ApiClient:
             accept: the answer's media type (:data:`JSON`, or :data:`hollow.protobuf.PROTOBUF` where the
                 caller reads it with :mod:`hollow.protobuf`; errors then come as a protobuf Status).
         """
-        accept_header = self._accept.get(accept)
-        if accept_header is None:
-            accept_header = self._accept[accept] = {"Accept": accept}
+        accept_line = self._accept.get(accept)
+        if accept_line is None:
+            accept_line = self._accept[accept] = f"Accept: {accept}\r\n".encode()
         make: Callable[[], Any] | None = body if callable(body) else None
         data = None if make is not None else (body if isinstance(body, bytes | None) else orjson.dumps(body))
         pool = self._pool
@@ -298,8 +298,8 @@ class ApiClient:
                     made = make()
                     data = made if isinstance(made, bytes) else orjson.dumps(made)
                 # per attempt: a retry after a 401 carries the renewed token
-                extra = {**accept_header, **self.endpoint.auth_headers()} if self._refresh else accept_header
-                raw = pool.encode(method, path, data, content_type, params, extra)
+                extra = self.endpoint.auth_headers() if self._refresh else None
+                raw = pool.encode(method, path, data, content_type, params, extra, accept_line)
                 t0 = time.perf_counter()
                 try:
                     status, payload = await pool.request(raw, s.request_timeout_s)

@@ -212,12 +212,17 @@ class Http1Pool:
         self.closed = False
 
     def encode(self, method: str, path: str, body: bytes | None, content_type: str | None,
-               params: dict[str, str] | None = None, extra_headers: dict[str, str] | None = None) -> bytes:
-        """The whole request as bytes (request line, headers, body)."""
+               params: dict[str, str] | None = None, extra_headers: dict[str, str] | None = None,
+               header_lines: bytes = b"") -> bytes:
+        """The whole request as bytes (request line, headers, body).
+
+        ``header_lines``: more header lines already encoded (``b"Accept: ...\\r\\n"``), for per-request
+        headers that repeat, so they are not formatted again on every request.
+        """
         target = self.origin.prefix + path
         if params:
             target += ("&" if "?" in target else "?") + urlencode(params)
-        head = f"{method} {target} HTTP/1.1\r\n".encode() + self._common
+        head = f"{method} {target} HTTP/1.1\r\n".encode() + self._common + header_lines
         if extra_headers:
             head += "".join(f"{k}: {v}\r\n" for k, v in extra_headers.items()).encode()
         if body is None:
