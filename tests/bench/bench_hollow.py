@@ -74,6 +74,7 @@ from hollow.clock import parse_rfc3339  # noqa: E402
 from hollow.metrics import Metrics  # noqa: E402
 from hollow.process import AgentProcess, start_agent  # noqa: E402
 from hollow.watching import Watcher, WatchSettings  # noqa: E402
+from hollowscale.cluster.binaries import BuildError, go_binary  # noqa: E402
 from hollowscale.cluster.local import ClusterInfo, LocalCluster  # noqa: E402
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION  # noqa: E402
 from kubecore.config import load_endpoint  # noqa: E402
@@ -858,8 +859,9 @@ def summarise_apiserver_profile(path: str | None) -> dict[str, Any]:
     """The shares of :data:`APISERVER_PROFILE_ROWS` in a saved profile (``go tool pprof``), or why none."""
     if not path:
         return {"note": "no apiserver profile"}
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
-    if not go:
+    try:
+        go = go_binary()
+    except BuildError:
         return {"file": path, "note": "go not found: profile kept, not summarised"}
     proc = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=100000", path],
                           capture_output=True, text=True, timeout=120)
@@ -962,8 +964,8 @@ async def steady_phase(run: Run, nodes: NodeTracker) -> dict[str, Any]:
         "nodes_went_notready": len(nodes.went_notready),
         "nodes_ready_at_end": len(nodes.ready),
         "api": {**steady_api_figures(delta, args.nodes, steady["wall_s"]), "failed": failed},
-        "apiserver_ms_per_write": round(1000 * steady["cores"]["kube-apiserver"] * steady["wall_s"] / mutating(delta), 3)
-        if mutating(delta) and is_num(steady["cores"].get("kube-apiserver")) else None,
+        "apiserver_ms_per_write": per(1000 * steady["cpu_s"]["kube-apiserver"], mutating(delta))
+        if is_num(steady["cpu_s"].get("kube-apiserver")) else None,
         "apiserver_profile": await asyncio.to_thread(summarise_apiserver_profile, profile_path),
     }
     log(f"  {engine.name}: steady {args.steady_s}s: {out['engine_cores']} cores, rss max {out['engine_rss_mb_max']} MB, "
