@@ -42,6 +42,7 @@ from kubecore.namespaces import claim_namespace
 from kubecore.schema import SpecError
 from kubecore.tls import client_ssl_context
 from kubecore.watch import session_for
+from loadgen.finalstats import write_final_csvs
 from loadgen.latency import LatencyWatcher
 from loadgen.shapes import make_shape_class
 from loadgen.spec import ArrivalSpec, LoadSpec, load_spec
@@ -57,6 +58,7 @@ class _State:
     run_id: str = "adhoc"
     submitted = 0
     watcher: LatencyWatcher | None = None
+    environment: Any = None
 
 
 STATE = _State()
@@ -123,6 +125,7 @@ def _init(environment: Any, **_kw: Any) -> None:
     opts = environment.parsed_options
     if opts is None:  # used as a library (tests): the caller sets STATE
         return
+    STATE.environment = environment
     _load(opts)
     if not environment.host and STATE.endpoint is not None:
         environment.host = STATE.endpoint.server
@@ -149,6 +152,15 @@ def _test_stop(environment: Any, **_kw: Any) -> None:
     if STATE.watcher is not None:
         STATE.watcher.stop()
         STATE.watcher = None
+
+
+@events.quit.add_listener
+def _quit(**_kw: Any) -> None:
+    # Locust's CSVs lag its stats by up to a second at exit: write the final figures (finalstats)
+    env = STATE.environment
+    prefix = getattr(env.parsed_options, "csv_prefix", None) if env is not None else None
+    if prefix and not isinstance(env.runner, WorkerRunner):
+        write_final_csvs(env, prefix)
 
 
 class JobSubmitter(FastHttpUser):
