@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from locust.env import Environment
 from locust.stats import PERCENTILES_TO_REPORT, StatsCSVFileWriter
 
@@ -53,33 +54,25 @@ def test_final_csvs_win_over_locusts_stale_buffer(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.final"))  # no temporary file left
 
 
-def test_locustfile_writes_them_on_quit(tmp_path: Path) -> None:
+def _quit_locust(env: Environment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's ``quit`` event as the locustfile sees it, with ``env`` as the run's environment."""
     from locust import events
 
     import loadgen.locustfile as lf
 
     assert lf._quit in events.quit._handlers
-    env = Environment(parsed_options=SimpleNamespace(csv_prefix=str(tmp_path / "run")))
     env.create_local_runner()
+    monkeypatch.setattr(lf.STATE, "environment", env)
+    lf._quit(exit_code=0)
+
+
+def test_locustfile_writes_them_on_quit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = Environment(parsed_options=SimpleNamespace(csv_prefix=str(tmp_path / "run")))
     env.stats.log_request("POST", "create Job a/worker", 12, 100)
-    saved = lf.STATE.environment
-    lf.STATE.environment = env
-    try:
-        lf._quit(exit_code=0)
-    finally:
-        lf.STATE.environment = saved
+    _quit_locust(env, monkeypatch)
     assert _rows(tmp_path / "run_stats.csv")[("POST", "create Job a/worker")]["Request Count"] == "1"
 
 
-def test_no_csv_prefix_writes_nothing(tmp_path: Path) -> None:
-    import loadgen.locustfile as lf
-
-    env = Environment(parsed_options=SimpleNamespace(csv_prefix=None))
-    env.create_local_runner()
-    saved = lf.STATE.environment
-    lf.STATE.environment = env
-    try:
-        lf._quit(exit_code=0)
-    finally:
-        lf.STATE.environment = saved
+def test_no_csv_prefix_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _quit_locust(Environment(parsed_options=SimpleNamespace(csv_prefix=None)), monkeypatch)
     assert not list(tmp_path.iterdir())
