@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from freshpython import run_python
 
 from kubecore.distributions import DurationDist
 from kubecore.durations import parse_go_duration
@@ -161,11 +162,6 @@ def test_shape_follows_the_curve_and_stops() -> None:
     assert shape_tick(big, 1) == (400, 400.0)
 
 
-def _in_subprocess(code: str) -> subprocess.CompletedProcess[str]:
-    """Locust monkey-patches the standard library on import: keep it out of the test process."""
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-
-
 def test_request_headers_carry_the_current_token() -> None:
     code = """
 import itertools
@@ -181,7 +177,7 @@ assert [rotating()["Authorization"] for _ in range(2)] == ["Bearer t1", "Bearer 
 assert "Authorization" not in HEADERS
 print("ok")
 """
-    r = _in_subprocess(code)
+    r = run_python(code)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
@@ -206,7 +202,7 @@ def test_loadgen_imports_only_kubecore() -> None:
             "ours=('hollowscale','hollow','distill');"
             "bad=sorted(m for m in sys.modules if m.split('.')[0] in ours);"
             "print(bad); sys.exit(1 if bad else 0)")
-    r = _in_subprocess(code)
+    r = run_python(code)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
