@@ -201,8 +201,8 @@ class ApiClient:
         self._refresh = endpoint.refresh is not None
         static_auth = {} if self._refresh else endpoint.auth_headers()
         self._headers = {"User-Agent": settings.user_agent, **static_auth}
-        #: the Accept line of each answer type, encoded once (requests carry it per call)
-        self._accept = {JSON: b"Accept: application/json\r\n"}
+        #: the Accept line of each answer type, encoded on first use (requests carry it per call)
+        self._accept: dict[str, bytes] = {}
         self._session: aiohttp.ClientSession | None = None  # watches (long-lived streams) only
         self._pool: Http1Pool | None = None  # every other request
         self._children: dict[tuple[str, int], Any] = {}
