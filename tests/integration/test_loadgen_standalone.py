@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -15,6 +16,8 @@ import yaml
 
 from kubecore.config import load_endpoint
 from kubecore.watch import session_for
+from loadgen.spec import LoadSpec, parse_load_spec
+from loadgen.workloads import LABEL_INSTANCE, LABEL_WORKLOAD, WorkloadMix
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -51,8 +54,29 @@ def test_locust_alone_follows_the_curve(cluster, tmp_path: Path, processes: int)
     # Locust kills users at the end of the run (stop_timeout 0): a create already sent may succeed on
     # the server without ever being recorded, at most one per user, and never the other way round.
     assert creates <= len(jobs) + len(bare) <= creates + 4
-    assert 0.45 < len(jobs) / creates < 0.9  # shares 1 : 0.5
+    assert {_workload(j) for j in jobs} == {"tiny"} and {_workload(p) for p in bare} == {"solo"}
+    _assert_replays(parse_load_spec(spec, str(spec_file)), jobs + bare)
     s.delete(f"{ep.server}/api/v1/namespaces/{ns}", timeout=30)
+
+
+def _workload(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"]["labels"][LABEL_WORKLOAD])
+
+
+def _assert_replays(spec: LoadSpec, objects: list[dict[str, Any]]) -> None:
+    """Every user draws its mix from its own stream (seed and stream name, in the instance label), so the
+    draw is random across runs but can be replayed: each stream's instances are numbered 1..n with none
+    missing, and the n-th is the workload a fresh mix on that stream draws n-th.  (How the draws follow the
+    shares is a unit test over thousands of draws; 32 draws here would only check that statistically.)"""
+    by_stream: dict[str, dict[int, str]] = {}
+    for obj in objects:
+        workload = _workload(obj)
+        stream, number = obj["metadata"]["labels"][LABEL_INSTANCE].removeprefix(f"{workload}-").rsplit("-", 1)
+        by_stream.setdefault(stream, {})[int(number)] = workload
+    for stream, drawn in by_stream.items():
+        assert sorted(drawn) == list(range(1, len(drawn) + 1)), (stream, sorted(drawn))
+        mix = WorkloadMix(spec, stream=stream)
+        assert [mix.next_instance()[0].workload for _ in drawn] == [drawn[n] for n in sorted(drawn)], stream
 
 
 def _token_kubeconfig(cluster, tmp_path: Path, name: str) -> Path:  # type: ignore[no-untyped-def]
