@@ -8,8 +8,9 @@ within 50 ms of each other fire together (one wake-up of the agent for a batch o
 A renewal is an update (PUT) of the whole Lease at the resourceVersion our last write returned, as
 the kubelet renews, and in protobuf both ways, as the kubelet talks (:mod:`hollow.protobuf`); an
 apiserver that refuses protobuf (415) gets JSON from then on; when that version is unknown (an
-adopted Lease) or stale (409: someone else wrote it), a merge patch of ``spec.renewTime`` renews it and tells the current version.  A missing Lease is
-created (owned by its Node, so it is garbage-collected with it); no GET before a write, ever.
+adopted Lease) or stale (409: someone else wrote it), a merge patch of ``spec.renewTime`` renews it
+and tells the current version.  A missing Lease is created (owned by its Node, so it is
+garbage-collected with it); no GET before a write, ever.
 
 Renew lag (acknowledgement time minus deadline) is the agent's main health signal about itself.
 """
