@@ -83,7 +83,7 @@ def test_down_during_a_backoff_and_a_stall_leaves_no_process(tmp_path: Path) -> 
 def test_apiserver_and_etcd_restart_keep_the_data(tmp_path: Path) -> None:
     local = LocalCluster(tmp_path / "c")
     info = local.up(timeout_s=180)
-    kubectl = ["kubectl", "--kubeconfig", str(info.kubeconfig)]
+    kubectl = [str(binaries().kubectl), "--kubeconfig", str(info.kubeconfig)]  # the one setup built, not PATH's
     try:
         subprocess.run([*kubectl, "create", "configmap", "survivor", "--from-literal=k=v"], check=True,
                        capture_output=True)
