@@ -198,11 +198,22 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
             "build_seconds": round(time.monotonic() - started, 1),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }, indent=2))
-        if final_dir.exists():
-            shutil.rmtree(final_dir)
-        out.rename(final_dir)
+        _install(out, final_dir)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # our own temp dir (mkdtemp above)
+
+
+def _install(out: Path, final_dir: Path) -> None:
+    """Move a build's outputs into ``final_dir``: the whole dir at once when it is new, else file by file.
+
+    Only the files this build wrote are replaced: whatever else ``final_dir`` holds (the kubelet beside a
+    rebuilt control plane, another build's ``BUILD-INFO-*.json``, a file someone put there) stays.
+    """
+    if not final_dir.exists():
+        out.rename(final_dir)
+        return
+    for item in out.iterdir():
+        os.replace(item, final_dir / item.name)
 
 
 def _build_file_into(final: Path, gomod: str, package: str, ldflags: str, what: str,
@@ -213,13 +224,13 @@ def _build_file_into(final: Path, gomod: str, package: str, ldflags: str, what: 
     control-plane binaries, which must not be rebuilt (or removed) for it.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent.parent / f".{final.parent.name}-{final.name}"
-    _build_into(staging, gomod, [package], ldflags, what, progress)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.parent.name}-{final.name}-", dir=final.parent.parent))
     try:
+        _build_into(staging, gomod, [package], ldflags, what, progress)
         (staging / "BUILD-INFO.json").replace(final.parent / f"BUILD-INFO-{final.name}.json")
         (staging / final.name).replace(final)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # our own temp dir (mkdtemp above)
 
 
 def ensure_kubelet(progress: ProgressFn | None = None, root: Path | None = None) -> Path:
