@@ -1,13 +1,13 @@
 """``cluster.backend: kind`` without kind or Docker: clear errors, nothing built, nothing deleted.
 
-The machine this suite runs on has no Docker daemon and no kind, which is the case these tests pin
-down; on a machine that has both, the environment test checks that the tools are accepted instead.
+Every test here runs with ``PATH`` pointed at a folder of its own (empty, or holding small fake ``kind``
+and ``docker`` scripts), so both branches of the tool check (tool absent, tool present) run on every
+machine, whatever kind or Docker it happens to have. The fakes stand in for the CLIs only; no
+Kubernetes API is involved.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,69 +24,93 @@ from hollowscale.cluster.kind import (
 )
 from hollowscale.images import BuiltImage
 
+#: what docker's CLI prints when no daemon answers at DOCKER_HOST (docker 27's wording)
+NO_DAEMON = 'echo "Cannot connect to the Docker daemon at $DOCKER_HOST. Is the docker daemon running?" >&2; exit 1'
+#: a docker whose daemon answers `docker info --format {{.ServerVersion}}`
+DAEMON_UP = 'echo "27.3.1"'
+
 
 def _no_build(names: Sequence[str]) -> list[BuiltImage]:
     raise AssertionError(f"images {list(names)} were built although the kind backend cannot run")
 
 
-def _docker_running(docker: str) -> bool:
-    try:
-        return subprocess.run([docker, "info"], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def _path_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **tools: str) -> Path:
+    """PATH = one fresh folder holding a ``/bin/sh`` script per tool (name -> script body), nothing else.
+
+    Each fake appends its arguments to ``<name>.calls`` beside it, so a test can see how it was run.
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in tools.items():
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\necho "$*" >> "{bin_dir / name}.calls"\n{body}\n')
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
 
 
-def test_missing_kind_and_docker_are_both_named(tmp_path: Path) -> None:
-    s = KindSettings(kubeconfig=tmp_path / "kubeconfig", kind="hs-no-such-kind", docker="hs-no-such-docker")
-    with pytest.raises(KindError) as e:
-        ensure_kind_cluster(s, build=_no_build)
-    msg = str(e.value)
-    assert "`hs-no-such-kind` not found on PATH" in msg and "go install sigs.k8s.io/kind@v0.33.0" in msg
-    assert "`hs-no-such-docker` not found on PATH" in msg and "install Docker" in msg
-    assert not (tmp_path / "kubeconfig").exists()
-
-
-def test_docker_client_without_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A docker client whose daemon does not answer is refused with docker's own reason."""
-    docker = shutil.which("docker")
-    if docker is None:
-        pytest.fail("this test needs the docker client on PATH (the daemon is not needed)", pytrace=False)
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
-    s = KindSettings(kubeconfig=tmp_path / "kubeconfig", kind="hs-no-such-kind")
-    with pytest.raises(KindError) as e:
-        check_tools(s)
-    assert "Docker is not running: `docker info` failed" in str(e.value)
-    assert "no-daemon.sock" in str(e.value)  # docker's own message names the socket it tried
-
-
-def test_this_machine(tmp_path: Path) -> None:
-    """On this machine as it is: every missing tool is named, or (kind and Docker both there) accepted."""
+def test_kind_and_docker_both_absent_are_both_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _path_with(tmp_path, monkeypatch)  # an empty PATH folder: neither tool exists
     s = KindSettings(kubeconfig=tmp_path / "kubeconfig")
-    kind, docker = shutil.which("kind"), shutil.which("docker")
-    running = docker is not None and _docker_running(docker)
-    if kind and running:
-        assert check_tools(s) == kind
-        return
     with pytest.raises(KindError) as e:
         ensure_kind_cluster(s, build=_no_build)
     msg = str(e.value)
     assert msg.startswith("cluster.backend kind cannot run here: ")
-    assert ("`kind` not found on PATH" in msg) == (kind is None)
-    if docker is None:
-        assert "`docker` not found on PATH" in msg
-    else:
-        assert ("Docker is not running" in msg) == (not running)
+    assert "`kind` not found on PATH" in msg and "go install sigs.k8s.io/kind@v0.33.0" in msg
+    assert "`docker` not found on PATH" in msg and "install Docker" in msg
+    assert "\n" not in msg
+    assert not (tmp_path / "kubeconfig").exists()
 
 
-def test_invalid_name_is_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_other_tool_names_are_looked_up_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _path_with(tmp_path, monkeypatch, kind="exit 0", docker=DAEMON_UP)  # the default names exist, these do not
+    s = KindSettings(kubeconfig=tmp_path / "kubeconfig", kind="hs-no-such-kind", docker="hs-no-such-docker")
+    with pytest.raises(KindError) as e:
+        check_tools(s)
+    assert "`hs-no-such-kind` not found on PATH" in str(e.value)
+    assert "`hs-no-such-docker` not found on PATH" in str(e.value)
+
+
+def test_kind_absent_docker_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _path_with(tmp_path, monkeypatch, docker=DAEMON_UP)
+    with pytest.raises(KindError) as e:
+        ensure_kind_cluster(KindSettings(kubeconfig=tmp_path / "kubeconfig"), build=_no_build)
+    msg = str(e.value)
+    assert "`kind` not found on PATH" in msg
+    assert "docker" not in msg.lower()  # only kind is named as the problem
+    assert (bin_dir / "docker.calls").read_text().split() == ["info", "--format", "{{.ServerVersion}}"]
+
+
+def test_docker_client_without_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A docker client whose daemon does not answer is refused with docker's own reason."""
+    _path_with(tmp_path, monkeypatch, kind="exit 0", docker=NO_DAEMON)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    with pytest.raises(KindError) as e:
+        check_tools(KindSettings(kubeconfig=tmp_path / "kubeconfig"))
+    msg = str(e.value)
+    assert "Docker is not running: `docker info` failed" in msg
+    assert "no-daemon.sock" in msg  # docker's own message names the socket it tried
+    assert "`kind` not found" not in msg
+
+
+def test_kind_and_running_docker_present_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0", docker=DAEMON_UP)
+    assert check_tools(KindSettings(kubeconfig=tmp_path / "kubeconfig")) == str(bin_dir / "kind")
+
+
+def test_invalid_name_is_refused_before_anything_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0", docker=DAEMON_UP)
     s = KindSettings(kubeconfig=tmp_path / "kubeconfig", name="Hollow_Scale")
     with pytest.raises(KindError, match=r"'Hollow_Scale' is invalid: kind needs"):
         ensure_kind_cluster(s, build=_no_build)
+    assert not list(bin_dir.glob("*.calls"))  # neither tool was run
 
 
-def test_only_a_created_cluster_is_deleted(tmp_path: Path) -> None:
-    reused = KindCluster("users-own", tmp_path / "kubeconfig", created=False, kind="hs-no-such-kind")
-    assert delete_kind_cluster(reused) is False  # kind is not even called
+def test_only_a_created_cluster_is_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0")
+    reused = KindCluster("users-own", tmp_path / "kubeconfig", created=False, kind=str(bin_dir / "kind"))
+    assert delete_kind_cluster(reused) is False
+    assert not (bin_dir / "kind.calls").exists()  # kind is not even called
     ours = KindCluster("hollowscale", tmp_path / "kubeconfig", created=True, kind=str(tmp_path / "no-kind"))
     with pytest.raises(KindError, match=r"deleting kind cluster hollowscale: cannot run"):
         delete_kind_cluster(ours)
