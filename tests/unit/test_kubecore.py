@@ -7,7 +7,6 @@ import math
 import os
 import random
 import stat
-import subprocess
 import sys
 import time
 from fractions import Fraction
@@ -299,6 +298,20 @@ def test_prometheus_text_goes_through_the_library() -> None:
         parse_samples("this is { not metrics")
 
 
+def _live_members(pgid: int) -> list[int]:
+    """PIDs of the process group's members that are not zombies, read from /proc (``pgrep`` is procps,
+    which a minimal Debian does not have and setup does not install)."""
+    members = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, pgrp = stat_file.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if int(pgrp) == pgid and state != "Z":
+            members.append(int(stat_file.parent.name))
+    return members
+
+
 def test_child_announces_its_port_and_its_group_is_stopped(tmp_path: Path) -> None:
     import re
 
@@ -311,10 +324,7 @@ def test_child_announces_its_port_and_its_group_is_stopped(tmp_path: Path) -> No
     assert pgid == proc.pid  # its own session and group
     assert stop_group(proc, grace_s=5) is not None
     time.sleep(0.2)
-    left = subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
-    alive = [p for p in left if Path(f"/proc/{p}/stat").exists()
-             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
-    assert alive == []  # zombies of a SIGKILLed grandchild wait for init to reap them
+    assert _live_members(pgid) == []  # zombies of a SIGKILLed grandchild wait for init to reap them
 
 
 def test_go_durations_add_up_in_whole_nanoseconds() -> None:
