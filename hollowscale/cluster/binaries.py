@@ -224,13 +224,14 @@ def _build_file_into(final: Path, gomod: str, package: str, ldflags: str, what: 
     control-plane binaries, which must not be rebuilt (or removed) for it.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.parent.name}-{final.name}-", dir=final.parent.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.parent.name}-{final.name}-", dir=final.parent.parent))
+    staging = tmp / "out"
     try:
         _build_into(staging, gomod, [package], ldflags, what, progress)
         (staging / "BUILD-INFO.json").replace(final.parent / f"BUILD-INFO-{final.name}.json")
         (staging / final.name).replace(final)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)  # our own temp dir (mkdtemp above)
+        shutil.rmtree(tmp, ignore_errors=True)  # our own temp dir (mkdtemp above)
 
 
 def ensure_kubelet(progress: ProgressFn | None = None, root: Path | None = None) -> Path:
