@@ -100,7 +100,7 @@ def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, k
         with console.status("starting the local cluster") as status:
             info = local.up(progress=lambda msg: status.update(msg), timeout_s=timeout)
     except ClusterError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)  # one line, however long
         sys.exit(1)
     except KeyboardInterrupt:
         console.print("interrupted: stopped everything that had started")
@@ -123,15 +123,40 @@ def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, k
 @cluster.command("down")
 @_dir_option
 def cluster_down(cluster_dir: Path) -> None:
-    """Stop exactly the processes `up` started (by pid) and remove the cluster directory.
+    """Stop exactly the processes `up` started (by pid) and remove what the cluster put in its directory.
 
     Real nodes: their pods' containers, shims, mounts, network namespaces and the pod bridge go too.
+    Only a directory `up` marked is touched; anything else found in it is left and listed, and the
+    directory itself stays when it existed (empty) before `up`.
+
+    Exit code: 0 stopped or removed, 3 no cluster in DIR (nothing stopped, nothing removed).
     """
+    from hollowscale.cluster import clusterdir
+
     local = LocalCluster(cluster_dir)
+    if not local.is_cluster_dir():
+        why = "no such folder" if not local.dir.exists() else "not a hollowscale cluster folder: left as it is"
+        console.print(f"[red]error:[/red] no cluster in {local.dir} ({why}); nothing stopped, nothing removed",
+                      highlight=False, soft_wrap=True)
+        sys.exit(3)
+    marked = clusterdir.is_cluster_dir(local.dir)
     stopped = local.down()
-    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    if not marked and not stopped:  # an older hollowscale's cluster that no longer runs: its files stay
+        console.print(f"[red]error:[/red] no running cluster in {local.dir}, and its folder has no "
+                      f"{clusterdir.MARKER} (an older hollowscale's): nothing removed; remove it yourself",
+                      highlight=False, soft_wrap=True)
+        sys.exit(3)
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running", highlight=False,
+                  soft_wrap=True)
     for line in local.real_node_teardown:
-        console.print(f"real nodes: {line}")
+        console.print(f"real nodes: {line}", highlight=False, soft_wrap=True)
+    for what in local.left_in_place:
+        console.print(f"[yellow]left in place:[/yellow] {what}", highlight=False, soft_wrap=True)
+    if local.dir_removed:
+        console.print(f"removed {local.dir}", highlight=False, soft_wrap=True)
+    elif not local.left_in_place:
+        console.print(f"emptied {local.dir} (it existed before `up`: the folder itself stays)", highlight=False,
+                      soft_wrap=True)
 
 
 @cluster.command("status")

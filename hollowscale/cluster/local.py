@@ -49,8 +49,8 @@ from typing import Any
 
 import yaml
 
+from hollowscale.cluster import clusterdir, realnode
 from hollowscale.cluster import kueue as kueue_mod
-from hollowscale.cluster import realnode
 from hollowscale.cluster.binaries import Binaries, binaries, kubelet_binary, kueue_binary
 from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert
 from hollowscale.cluster.profiles import Profile, get_profile
@@ -189,7 +189,8 @@ class LocalCluster:
     """A local control plane in ``dir``.
 
     Args:
-        dir: cluster directory (created by ``up``, removed by ``down``).
+        dir: cluster directory: created (or, when empty, taken) and marked by ``up``; ``down`` removes
+            only what the cluster put there (:mod:`hollowscale.cluster.clusterdir`).
         profile: ``default`` (upstream limits) or ``scale`` (limits lifted).
         apiserver_port: fixed kube-apiserver port, or 0 for a free one.
         bins: binaries to run (default: the cached ones of the pinned versions).
@@ -219,6 +220,10 @@ class LocalCluster:
         self.kubelet_bin = kubelet_bin or kubelet_binary()
         #: what the last ``down`` undid for real nodes (containers deleted, mounts, links, host state)
         self.real_node_teardown: list[str] = []
+        #: what the last ``down`` left in the cluster dir (not made by hollowscale, mount points, errors)
+        self.left_in_place: list[str] = []
+        #: whether the last ``down`` removed the cluster dir itself (only one that ``up`` created)
+        self.dir_removed = False
 
     @property
     def kueue_layout(self) -> kueue_mod.KueueLayout:
@@ -254,7 +259,10 @@ class LocalCluster:
             return None
         except (json.JSONDecodeError, OSError) as exc:
             raise ClusterError(f"{self.state_path} is unreadable ({exc}); remove {self.dir} by hand") from None
-        return _State(**raw)
+        try:
+            return _State(**raw)
+        except TypeError:
+            raise ClusterError(f"{self.state_path} is not a hollowscale cluster state") from None
 
     def _save_state(self, state: _State) -> None:
         tmp = self.state_path.with_suffix(".tmp")
@@ -353,6 +361,10 @@ class LocalCluster:
         controller-manager hold their leader leases.
         """
         say = progress or (lambda _msg: None)
+        try:
+            clusterdir.check_usable(self.dir)
+        except clusterdir.ForeignDirError as exc:
+            raise ClusterError(str(exc)) from None
         existing = self._load_state()
         if existing is not None:
             statuses = self.status()
@@ -438,7 +450,10 @@ class LocalCluster:
 
     def _start(self, say: ProgressFn, timeout_s: float) -> ClusterInfo:
         deadline = time.monotonic() + timeout_s
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            clusterdir.claim_cluster_dir(self.dir)  # the marker first: down removes only a marked folder's
+        except clusterdir.ForeignDirError as exc:
+            raise ClusterError(str(exc)) from None
         (self.dir / "logs").mkdir(exist_ok=True)
         names = ["etcd", "etcd-peer", "etcd-metrics", "kube-apiserver", "kube-controller-manager",
                  "kube-scheduler"]
@@ -585,13 +600,33 @@ class LocalCluster:
         return infos
 
     # ----------------------------------------------------------------- down
+    def is_cluster_dir(self) -> bool:
+        """True when ``dir`` holds a cluster: marked by ``up``, or with the state of an older hollowscale's."""
+        return clusterdir.is_cluster_dir(self.dir) or self._legacy_state() is not None
+
+    def _legacy_state(self) -> _State | None:
+        """The state of a cluster an older hollowscale started (no marker), or None."""
+        if clusterdir.is_cluster_dir(self.dir) or not self.state_path.is_file():
+            return None
+        try:
+            return self._load_state()
+        except ClusterError:
+            return None  # someone else's state.json: not ours to read
+
     def down(self, grace_s: float = 10.0) -> list[str]:
         """Stop the supervisor first (it stops its components, newest first, also one in backoff),
-        then anything recorded that still runs (by pid and start time), and remove the dir.
+        then anything recorded that still runs (by pid and start time), then remove what the cluster put
+        in its dir (:func:`~hollowscale.cluster.clusterdir.remove_cluster_dir`).
+
+        A dir without ``up``'s marker is never removed: that of an older hollowscale's cluster has its
+        processes stopped and its files left; any other is not touched at all.  What was left is in
+        :attr:`left_in_place`.
 
         Returns the names of the components that were still running.
         """
-        state = self._load_state() if self.dir.exists() else None
+        marked = clusterdir.is_cluster_dir(self.dir)
+        state = (self._load_state() if marked else self._legacy_state()) if self.dir.is_dir() else None
+        self.left_in_place, self.dir_removed = [], False
         stopped: list[str] = []
         if state is not None:
             comps = component_states(self.dir)
@@ -603,9 +638,13 @@ class LocalCluster:
             for comp in reversed(list(component_states(self.dir).values())):
                 stop(comp.record(), grace_s)  # only what a killed supervisor left behind
         # real nodes' pods outlive their kubelet and containerd: take them apart (a no-op without any)
-        self.real_node_teardown = realnode.tear_down(self.dir)
-        if self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
+        self.real_node_teardown = realnode.tear_down(self.dir) if marked or state is not None else []
+        if marked:
+            removal = clusterdir.remove_cluster_dir(self.dir)
+            self.left_in_place, self.dir_removed = removal.left, removal.removed_dir
+        elif state is not None:
+            self.left_in_place = [f"{self.dir} (a cluster of an older hollowscale, without {clusterdir.MARKER}: "
+                                  "its processes were stopped, its files are left; remove the folder yourself)"]
         return stopped
 
     def _prepare_kueue(self, layout: kueue_mod.KueueLayout, ports: kueue_mod.KueuePorts, api: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hollowscale.cluster.binaries import binaries
+from hollowscale.cluster.clusterdir import claim_cluster_dir
 from hollowscale.cluster.local import ClusterError, LocalCluster
 from kubecore.procs import port_in_use
 
@@ -123,8 +124,8 @@ def test_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
 
 def test_component_that_exits_at_start_names_reason_and_log(tmp_path: Path) -> None:
     cluster_dir = tmp_path / "c"
-    cluster_dir.mkdir()
-    (cluster_dir / "etcd").write_text("not a directory")  # real etcd refuses this data dir
+    claim_cluster_dir(cluster_dir)  # a cluster folder (up refuses anyone else's) ...
+    (cluster_dir / "etcd").write_text("not a directory")  # ... whose etcd data dir real etcd refuses
     local = LocalCluster(cluster_dir)
     with pytest.raises(ClusterError) as err:
         local.up(timeout_s=60)

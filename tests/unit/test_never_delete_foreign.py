@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hollowscale.cluster import binaries
+from hollowscale.cluster import binaries, clusterdir
 
 
 def _fake_go(outputs: list[str]) -> Callable[[list[str], Path, object, str], None]:
@@ -55,3 +55,106 @@ def test_a_kubelet_build_leaves_a_same_named_staging_folder_alone(tmp_path: Path
     assert (final.parent / "kube-apiserver").read_text() == "apiserver"
     assert (foreign / "keep.txt").read_text() == "not ours"
     assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == [".v1-kubelet", "v1"]
+
+
+# ------------------------------------------------------------------------------------------ cluster dirs
+def test_a_folder_up_created_goes_whole_with_down(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "cluster"
+    clusterdir.claim_cluster_dir(folder)
+    assert clusterdir.is_cluster_dir(folder)
+    (folder / "logs").mkdir()
+    (folder / "logs" / "etcd.log").write_text("log")
+    (folder / "state.json").write_text("{}")
+    removal = clusterdir.remove_cluster_dir(folder, mounts=set())
+    assert removal == clusterdir.Removal(removed_dir=True, left=[])
+    assert not folder.exists() and (tmp_path / "new").is_dir()  # a parent up made for it is not ours to judge
+
+
+def test_an_empty_folder_given_to_up_stays_after_down(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    clusterdir.claim_cluster_dir(folder)
+    (folder / "pki").mkdir()
+    (folder / "kubeconfig").write_text("x")
+    removal = clusterdir.remove_cluster_dir(folder, mounts=set())
+    assert removal == clusterdir.Removal(removed_dir=False, left=[])
+    assert folder.is_dir() and list(folder.iterdir()) == []
+
+
+def test_up_refuses_a_folder_with_someone_elses_files_and_writes_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("years of work")
+    with pytest.raises(clusterdir.ForeignDirError, match=r"project is not empty \(thesis.tex\) and is not a "
+                                                         r"hollowscale cluster folder"):
+        clusterdir.claim_cluster_dir(folder)
+    assert [p.name for p in folder.iterdir()] == ["thesis.tex"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(clusterdir.ForeignDirError, match="is not a folder"):
+        clusterdir.claim_cluster_dir(tmp_path / "file")
+
+
+def test_down_leaves_and_reports_what_someone_put_in_a_cluster_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    clusterdir.claim_cluster_dir(folder)
+    (folder / "etcd").mkdir()
+    (folder / "notes.txt").write_text("mine")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data").write_text("keep")
+    (folder / "logs").mkdir()
+    (folder / "logs" / "link").symlink_to(outside)  # a link inside an entry of ours: the link goes, not its target
+    removal = clusterdir.remove_cluster_dir(folder, mounts=set())
+    assert removal.left == [f"{folder / 'notes.txt'} (not made by hollowscale)"] and not removal.removed_dir
+    assert sorted(p.name for p in folder.iterdir()) == [clusterdir.MARKER, "notes.txt"]
+    assert (outside / "data").read_text() == "keep"
+    (folder / "notes.txt").unlink()  # once it is gone, a second down finishes the job
+    assert clusterdir.remove_cluster_dir(folder, mounts=set()).removed_dir and not folder.exists()
+
+
+def test_down_never_crosses_a_mount_point(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    clusterdir.claim_cluster_dir(folder)
+    mounted = folder / "real" / "hs-real-0" / "kubelet"
+    mounted.mkdir(parents=True)
+    (mounted / "on-another-filesystem").write_text("x")
+    removal = clusterdir.remove_cluster_dir(folder, mounts={str(mounted)})
+    assert removal.left == [f"{mounted} (a mount point: unmount it, then remove it)"]
+    assert (mounted / "on-another-filesystem").exists()
+
+
+def test_an_unmarked_folder_is_not_touched(tmp_path: Path) -> None:
+    (tmp_path / "state.json").write_text("{}")
+    (tmp_path / "logs").mkdir()
+    removal = clusterdir.remove_cluster_dir(tmp_path, mounts=set())
+    assert not removal.removed_dir and "not a hollowscale cluster folder" in removal.left[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs", "state.json"]
+
+
+def test_cluster_down_on_a_folder_that_is_no_cluster_exits_3_and_removes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hollowscale.cli import main
+
+    (tmp_path / "work.py").write_text("print('precious')")
+    result = CliRunner().invoke(main, ["cluster", "down", "--dir", str(tmp_path)])
+    assert result.exit_code == 3, result.output
+    assert "no cluster in" in result.output and "nothing removed" in result.output
+    assert "Traceback" not in result.output
+    assert (tmp_path / "work.py").read_text() == "print('precious')"
+    result = CliRunner().invoke(main, ["cluster", "down", "--dir", str(tmp_path / "absent")])
+    assert result.exit_code == 3 and "no such folder" in result.output
+    assert not (tmp_path / "absent").exists()
+
+
+def test_cluster_up_into_a_folder_with_someone_elses_files_says_so_in_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hollowscale.cli import main
+
+    (tmp_path / "work.py").write_text("print('precious')")
+    result = CliRunner().invoke(main, ["cluster", "up", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "is not empty (work.py) and is not a hollowscale cluster folder" in " ".join(result.output.split())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work.py"]
+

@@ -9,11 +9,11 @@ stays when containerd exits.  So, per node:
    task with ``ctr`` (runc then removes the container's cgroup, the shim its socket and the rootfs mount);
    then stop it;
 2. kill any shim of ours that is left (and the processes it reaped), by pid and start time;
-3. unmount everything under the cluster dir, deepest first (container rootfs overlays, sandbox
+3. unmount everything under the cluster dir's ``real/``, deepest first (container rootfs overlays, sandbox
    ``/dev/shm``, the pod network namespaces under the state dir, the kubelet's root dir that it
    bind-mounts on itself, the tmpfs of projected volumes); a network namespace ends with its last
    mount and process, and its veth pair with it;
-4. delete the bridge (and any veth still on it), remove ``/var/log/containers`` links into our dir and
+4. delete the bridge (and any veth still on it), remove ``/var/log/containers`` links into ``real/`` and
    libcni's cached results of our sandboxes (``/var/lib/cni/results``: a sandbox removed without CNI DEL
    leaves them), release the host claim (:mod:`hollowscale.cluster.realnode.host`).
 """
@@ -277,9 +277,9 @@ def tear_down(cluster_dir: Path) -> list[str]:
         remains = remove_task_remains(layout, known)
         if remains:
             done.append(f"{layout.name}: removed {len(remains)} shim sockets and cgroups left by killed shims")
-    unmounted = unmount_all(cluster_dir)
+    unmounted = unmount_all(cluster_dir / "real")  # every mount of ours is there; none elsewhere is ours
     if unmounted:
-        done.append(f"unmounted {len(unmounted)} mounts under {cluster_dir}")
+        done.append(f"unmounted {len(unmounted)} mounts under {cluster_dir / 'real'}")
     bridge = bridge_name(cluster_dir)
     links = host.delete_bridge(bridge)
     if links:
@@ -292,11 +292,17 @@ def tear_down(cluster_dir: Path) -> list[str]:
     for link in _listdir(LEGACY_LOG_DIR):
         path = LEGACY_LOG_DIR / link
         with contextlib.suppress(OSError):
-            if path.is_symlink() and os.readlink(path).startswith(str(cluster_dir) + "/"):
+            if path.is_symlink() and is_ours(os.readlink(path), cluster_dir):
                 path.unlink()
     if layouts or host.claimants().get(str(cluster_dir)):
         done += host.release(cluster_dir)
     return done
+
+
+def is_ours(target: str, cluster_dir: Path) -> bool:
+    """Whether a link's ``target`` points into the real nodes' folder of ``cluster_dir`` (where our kubelets
+    write pod logs); a link anywhere else, into the cluster dir's other entries included, is not ours."""
+    return os.path.normpath(target).startswith(str(Path(cluster_dir).absolute() / "real") + "/")
 
 
 def known_tasks(cluster_dir: Path) -> list[tuple[NodeLayout, str]]:
