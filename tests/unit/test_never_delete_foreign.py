@@ -158,3 +158,76 @@ def test_cluster_up_into_a_folder_with_someone_elses_files_says_so_in_one_line(t
     assert "is not empty (work.py) and is not a hollowscale cluster folder" in " ".join(result.output.split())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work.py"]
 
+
+# ------------------------------------------------------------------------------------------ real nodes' host state
+@pytest.fixture
+def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``host`` pointed at a folder of the test: claim dir, shared paths, /proc/sys; returns that folder."""
+    from hollowscale.cluster.realnode import host
+
+    monkeypatch.setattr(host, "CLAIM_DIR", tmp_path / "run-hollowscale")
+    monkeypatch.setattr(host, "CLAIM_FILE", tmp_path / "run-hollowscale" / "realnodes.json")
+    monkeypatch.setattr(host, "SHARED_PATHS", (tmp_path / "var-lib-kubelet", tmp_path / "var-log-containers"))
+    monkeypatch.setattr(host, "CGROUP_ROOT", tmp_path / "no-cgroups")
+    monkeypatch.setattr(host, "SYSCTL_ROOT", tmp_path / "proc-sys")
+    monkeypatch.setattr(host, "SYSCTLS", ("vm/overcommit_memory", "kernel/panic"))
+    monkeypatch.setattr(host, "machine_networks", lambda: [])
+    (tmp_path / "proc-sys" / "vm").mkdir(parents=True)
+    (tmp_path / "proc-sys" / "kernel").mkdir()
+    (tmp_path / "proc-sys" / "vm" / "overcommit_memory").write_text("0\n")
+    (tmp_path / "proc-sys" / "kernel" / "panic").write_text("0\n")
+    return tmp_path
+
+
+def test_release_sets_back_only_the_sysctls_still_at_the_kubelets_value(fake_host: Path) -> None:
+    from hollowscale.cluster.realnode import host
+
+    cluster = fake_host / "c"
+    cluster.mkdir()
+    host.claim(cluster, "hsbr-c")
+    (fake_host / "proc-sys" / "vm" / "overcommit_memory").write_text("1\n")  # what the kubelet sets
+    (fake_host / "proc-sys" / "kernel" / "panic").write_text("30\n")  # an admin's value, set after ours
+    undone = host.release(cluster)
+    assert "sysctl vm.overcommit_memory=0" in undone
+    assert "left sysctl kernel.panic=30 (changed by someone else; it was 0)" in undone
+    assert (fake_host / "proc-sys" / "vm" / "overcommit_memory").read_text() == "0"
+    assert (fake_host / "proc-sys" / "kernel" / "panic").read_text() == "30\n"
+
+
+def test_release_leaves_a_created_path_that_something_else_uses_by_then(fake_host: Path) -> None:
+    import socket
+
+    from hollowscale.cluster.realnode import host
+
+    cluster = fake_host / "c"
+    cluster.mkdir()
+    host.claim(cluster, "hsbr-c")
+    kubelet_dir, logs = fake_host / "var-lib-kubelet", fake_host / "var-log-containers"
+    (kubelet_dir / "device-plugins").mkdir(parents=True)
+    logs.mkdir()
+    (logs / "ours.log").symlink_to(cluster / "real" / "hs-real-0" / "pod-logs" / "x.log")
+    (logs / "theirs.log").symlink_to("/var/log/pods/another-kubelet/y.log")  # another kubelet came meanwhile
+    with socket.socket(socket.AF_UNIX) as listening:  # ... and so did a program that listens here
+        listening.bind(str(kubelet_dir / "device-plugins" / "kubelet.sock"))
+        undone = host.release(cluster)
+    assert any(u.startswith(f"left {kubelet_dir}: in use by something else") for u in undone), undone
+    assert any(u.startswith(f"left {logs}: in use by something else") and "theirs.log" in u for u in undone)
+    assert (kubelet_dir / "device-plugins" / "kubelet.sock").exists() and (logs / "theirs.log").is_symlink()
+
+
+def test_release_removes_created_paths_holding_only_ours_and_keeps_a_claim_dir_it_found(fake_host: Path) -> None:
+    from hollowscale.cluster.realnode import host
+
+    host.CLAIM_DIR.mkdir()  # /run/hollowscale was there before the first claim
+    cluster = fake_host / "c"
+    cluster.mkdir()
+    host.claim(cluster, "hsbr-c")
+    logs = fake_host / "var-log-containers"
+    logs.mkdir()
+    (logs / "ours.log").symlink_to(cluster / "real" / "hs-real-0" / "pod-logs" / "x.log")
+    (fake_host / "var-lib-kubelet" / "device-plugins").mkdir(parents=True)
+    (fake_host / "var-lib-kubelet" / "device-plugins" / "kubelet_internal_checkpoint").write_text("{}")
+    undone = host.release(cluster)
+    assert f"removed {logs}" in undone and f"removed {fake_host / 'var-lib-kubelet'}" in undone
+    assert host.CLAIM_DIR.is_dir() and list(host.CLAIM_DIR.iterdir()) == []
+

@@ -22,6 +22,12 @@ Two kinds of change:
   exist and the sysctl values before the first cluster claimed them, and which clusters use them now;
   when the last one releases (at ``down``), paths it created are removed and the sysctls restored.
   A claimant whose cluster dir is gone (a crashed session) is dropped from the list.
+
+Only what we changed is undone.  A created path that something else uses by then (a socket a live
+process listens on, a mount point, a link to anywhere but a claimant's real nodes: another kubelet or
+containerd started meanwhile) is left whole and reported.  A sysctl is set back only while it still holds
+the value the kubelet sets (:data:`KUBELET_SYSCTLS`): one that someone changed after us is theirs.
+``/run/hollowscale`` itself goes only when the first claim created it.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hollowscale.cluster.clusterdir import mount_points
 from hollowscale.cluster.realnode.layout import pick_pod_cidr
 
 CLAIM_DIR = Path("/run/hollowscale")
@@ -46,6 +53,13 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: sysctls the kubelet sets at start (setupKernelTunables) plus the one a CNI gateway would set
 SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
            "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
+#: the values the kubelet (setupKernelTunables) and a CNI gateway set: only a sysctl still at its value is ours
+KUBELET_SYSCTLS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/panic": "10",
+                   "kernel/panic_on_oops": "1", "kernel/keys/root_maxkeys": "1000000",
+                   "kernel/keys/root_maxbytes": "25000000", "net/ipv4/ip_forward": "1"}
+SYSCTL_ROOT = Path("/proc/sys")
+#: unix sockets bound on this machine (a created path holding one that is live is someone else's now)
+UNIX_SOCKETS = Path("/proc/net/unix")
 
 
 class HostError(RuntimeError):
@@ -115,6 +129,7 @@ def delete_bridge(name: str) -> list[str]:
 @contextlib.contextmanager
 def _locked() -> Iterator[dict[str, Any]]:
     """The claim document under an exclusive lock; written back when the block ends."""
+    made_dir = not CLAIM_DIR.exists()
     CLAIM_DIR.mkdir(parents=True, exist_ok=True)
     with open(CLAIM_DIR / "realnodes.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -122,6 +137,8 @@ def _locked() -> Iterator[dict[str, Any]]:
             doc: dict[str, Any] = json.loads(CLAIM_FILE.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             doc = {}
+        doc.setdefault("claim_dir_created", made_dir)
+        doc.setdefault("claimed_by", [])
         doc.setdefault("users", {})
         doc.setdefault("created", [])
         doc.setdefault("sysctls", {})
@@ -149,9 +166,42 @@ def _cgroup_dirs() -> list[Path]:
 
 def _read_sysctl(name: str) -> str | None:
     try:
-        return Path("/proc/sys", name).read_text().strip()
+        return (SYSCTL_ROOT / name).read_text().strip()
     except OSError:
         return None
+
+
+def sysctls_to_restore(before: dict[str, str], now: dict[str, str | None]) -> dict[str, str]:
+    """The sysctls to set back (name -> value before the first claim): those that changed since and still
+    hold the kubelet's value; one that someone else set to another value meanwhile is left as it is."""
+    return {name: value for name, value in before.items()
+            if now.get(name) not in (None, value) and now.get(name) == KUBELET_SYSCTLS.get(name)}
+
+
+def bound_sockets() -> set[str]:
+    """Paths of the unix sockets some process has bound now (``/proc/net/unix``)."""
+    try:
+        lines = UNIX_SOCKETS.read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    return {parts[7] for line in lines if len(parts := line.split()) > 7 and parts[7].startswith("/")}
+
+
+def foreign_in(path: Path, live_sockets: set[str], ours: list[str], mounts: set[str]) -> list[str]:
+    """What under ``path`` (a path the first claim created) is not ours: a socket a process listens on, a
+    mount point, a link to anywhere but the ``ours`` dirs (the claimants' real nodes)."""
+    found: list[str] = []
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            entry = Path(root, name)
+            if str(entry) in mounts:
+                found.append(f"{entry} (a mount point)")
+            elif str(entry) in live_sockets:
+                found.append(f"{entry} (a socket a running process listens on)")
+            elif entry.is_symlink() and not any(
+                    os.path.normpath(os.readlink(entry)).startswith(o.rstrip("/") + "/") for o in ours):
+                found.append(f"{entry} (a link to {os.readlink(entry)})")
+    return found
 
 
 def claim(cluster_dir: Path, bridge: str) -> str:
@@ -170,6 +220,8 @@ def claim(cluster_dir: Path, bridge: str) -> str:
         used = machine_networks() + [u["cidr"] for u in doc["users"].values()]
         cidr = pick_pod_cidr(used)
         doc["users"][key] = {"cidr": cidr, "bridge": bridge, "pid": os.getpid()}
+        if key not in doc["claimed_by"]:  # whose links in a created path are ours at release
+            doc["claimed_by"].append(key)
         return cidr
 
 
@@ -184,11 +236,18 @@ def release(cluster_dir: Path) -> list[str]:
         _prune(doc)
         if doc["users"]:
             return undone
+        now = {name: _read_sysctl(name) for name in doc["sysctls"]}
+        restore = sysctls_to_restore(doc["sysctls"], now)
+        for name, value in restore.items():
+            with contextlib.suppress(OSError):
+                (SYSCTL_ROOT / name).write_text(value)
+                undone.append(f"sysctl {name.replace('/', '.')}={value}")
         for name, value in doc["sysctls"].items():
-            if _read_sysctl(name) != value:
-                with contextlib.suppress(OSError):
-                    Path("/proc/sys", name).write_text(value)
-                    undone.append(f"sysctl {name.replace('/', '.')}={value}")
+            if name not in restore and now.get(name) not in (None, value):
+                undone.append(f"left sysctl {name.replace('/', '.')}={now[name]} (changed by someone else; "
+                              f"it was {value})")
+        live = bound_sockets()
+        ours = [str(Path(d) / "real") for d in doc["claimed_by"]]
         for raw in doc["created"]:
             path = Path(raw)
             if str(path).startswith(str(CGROUP_ROOT)):
@@ -196,12 +255,18 @@ def release(cluster_dir: Path) -> list[str]:
                     path.rmdir()  # only an empty cgroup can be removed: one in use stays
                     undone.append(f"removed {path}")
             elif path.exists():
-                shutil.rmtree(path, ignore_errors=True)
-                undone.append(f"removed {path}")
-        doc["created"], doc["sysctls"] = [], {}
+                foreign = foreign_in(path, live, ours, mount_points())
+                if foreign:
+                    undone.append(f"left {path}: in use by something else ({'; '.join(foreign[:3])})")
+                else:
+                    shutil.rmtree(path, ignore_errors=True)
+                    undone.append(f"removed {path}")
+        doc["created"], doc["sysctls"], doc["claimed_by"] = [], {}, []
+        made_dir = doc["claim_dir_created"] is True
     with contextlib.suppress(OSError):
         (CLAIM_DIR / "realnodes.lock").unlink()
-        CLAIM_DIR.rmdir()
+        if made_dir:  # a /run/hollowscale that was there before the first claim stays
+            CLAIM_DIR.rmdir()
     return undone
 
 
