@@ -231,3 +231,60 @@ def test_release_removes_created_paths_holding_only_ours_and_keeps_a_claim_dir_i
     assert f"removed {logs}" in undone and f"removed {fake_host / 'var-lib-kubelet'}" in undone
     assert host.CLAIM_DIR.is_dir() and list(host.CLAIM_DIR.iterdir()) == []
 
+
+# ------------------------------------------------------------------------------------------ reports/latest
+def _run(root: Path, name: str) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    return run
+
+
+def test_latest_moves_from_run_to_run_as_a_relative_link(tmp_path: Path) -> None:
+    from hollowscale.report.summary import update_latest
+
+    first, second = _run(tmp_path, "r1"), _run(tmp_path, "r2")
+    assert update_latest(tmp_path, first) == tmp_path / "latest"
+    assert update_latest(tmp_path, second) == tmp_path / "latest"
+    assert (tmp_path / "latest").readlink() == Path("r2") and first.is_dir()
+
+
+@pytest.mark.parametrize("kind", ["folder", "file", "link elsewhere"])
+def test_a_latest_someone_else_made_is_left_as_it_is(tmp_path: Path, kind: str) -> None:
+    from hollowscale.report.summary import update_latest
+
+    latest = tmp_path / "latest"
+    if kind == "folder":
+        latest.mkdir()
+        (latest / "my-results.csv").write_text("mine")
+    elif kind == "file":
+        latest.write_text("mine")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        latest.symlink_to(tmp_path / "elsewhere")  # absolute: not the relative link update_latest writes
+    warnings: list[str] = []
+    assert update_latest(tmp_path, _run(tmp_path, "r1"), warn=warnings.append) is None
+    assert len(warnings) == 1 and "hollowscale did not make: left as it is" in warnings[0]
+    if kind == "folder":
+        assert (latest / "my-results.csv").read_text() == "mine"
+    elif kind == "file":
+        assert latest.read_text() == "mine"
+    else:
+        assert latest.readlink() == tmp_path / "elsewhere"
+
+
+def test_where_links_fail_latest_is_a_marked_copy_replaced_by_the_next(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from hollowscale.report import summary
+
+    def no_links(*_a: object) -> None:
+        raise OSError("links not supported here")
+
+    monkeypatch.setattr(os, "symlink", no_links)
+    summary.update_latest(tmp_path, _run(tmp_path, "r1"))
+    summary.update_latest(tmp_path, _run(tmp_path, "r2"))
+    latest = tmp_path / "latest"
+    assert (latest / summary.LATEST_COPY_MARKER).is_file() and (latest / "summary.json").is_file()
+    assert "r2" in (latest / summary.LATEST_COPY_MARKER).read_text()

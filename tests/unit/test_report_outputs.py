@@ -139,7 +139,7 @@ def test_latest_points_to_newest(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(name)
         latest = update_latest(tmp_path, tmp_path / name)
-    assert latest.is_symlink() and (latest / "summary.json").read_text() == "r2"
+    assert latest is not None and latest.is_symlink() and (latest / "summary.json").read_text() == "r2"
 
 
 def test_html_report_in_headless_chromium(tmp_path: Path) -> None:
