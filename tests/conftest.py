@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rootcheck import pytest_collection_finish  # noqa: F401  (a session without root stops before tests needing it)
 
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster

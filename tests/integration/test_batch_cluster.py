@@ -31,7 +31,7 @@ from hollowscale.cluster.local import GANG_GATES, ClusterInfo, LocalCluster
 from hollowscale.measure.prom import PrometheusServer, targets_from_metrics
 from hollowscale.versions import KUEUE_VERSION
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 ARTIFACTS = Path(__file__).parent.parent / ".artifacts"
 GPU = "nvidia.com/gpu"

@@ -43,7 +43,7 @@ from hollowscale.deviceplugin._generated import podresources_v1_pb2 as pr
 from hollowscale.deviceplugin._generated import podresources_v1_pb2_grpc as pr_grpc
 from hollowscale.images import BUSYBOX_IMAGE
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 ROOT = Path(__file__).resolve().parents[2]
 GPUS = 3

@@ -40,7 +40,7 @@ from hollow.process import start_agent
 from hollowscale.cluster.realnode import pod_placement
 from hollowscale.images import BUSYBOX_IMAGE
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / ".artifacts"

@@ -26,7 +26,7 @@ from hollowscale.images import BUSYBOX_IMAGE, DISTILL_IMAGE, PAUSE_IMAGE, BuiltI
 from hollowscale.images.build import ImageError
 from hollowscale.images.importer import present_images
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 NAMESPACE = "k8s.io"
 
 

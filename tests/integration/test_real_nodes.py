@@ -27,7 +27,7 @@ from hollowscale.cluster.realnode import RealNodeSettings, host, leftovers, pod_
 from hollowscale.cluster.realnode.teardown import known_tasks, mounts_under, shims_of
 from hollowscale.images import BUSYBOX_IMAGE
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 
 def run(kubectl: list[str], *args: str, stdin: str | None = None, check: bool = True) -> str:

@@ -15,7 +15,7 @@ import yaml
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 
 

@@ -21,7 +21,7 @@ from browser import check_page
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 
 def short_scenario(tmp_path: Path, cluster_dir: Path) -> Path:

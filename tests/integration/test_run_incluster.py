@@ -33,7 +33,7 @@ from hollowscale.cluster.realnode.images import ctr_binary
 from kubecore.namespaces import RUN_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 
 def kubectl_json(kubectl: list[str], *args: str) -> dict[str, Any]:
