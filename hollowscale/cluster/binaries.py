@@ -13,10 +13,15 @@ that already holds the four control-plane binaries is not rebuilt to add it.
 Binaries are cached per version outside the repo (``~/.cache/hollowscale/bin/<version>/``) and
 written atomically (build into a temp dir, then rename), so a second ``make setup`` builds nothing
 and an interrupted build never leaves a half-written cache entry behind.
+
+The first build takes about ten minutes of Go on 2 cores, so each binary is its own ``go build`` (the
+Go build cache shares what they have in common) and its start and end go to the progress callback as
+:class:`Milestone` lines with the elapsed time: a log without a terminal still shows what is going on.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,6 +38,21 @@ from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KUEUE_VERSION
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ProgressFn = Callable[[str], None]
+#: the oldest Go toolchain that builds the pinned versions (k8s.io/kubernetes v1.36's go.mod says go 1.26)
+GO_MIN = (1, 26)
+#: where Go's own installer (https://go.dev/dl) puts it; a non-login shell may not have it on PATH
+GO_DEFAULT = "/usr/local/go/bin/go"
+GO_HINT = ("install Go >= 1.26 from https://go.dev/dl (distribution packages are often older) and put it on "
+           "PATH, e.g. export PATH=/usr/local/go/bin:$PATH")
+
+
+class Milestone(str):
+    """A progress line worth keeping (a binary's build started or finished), unlike the passing
+    package-by-package updates that share the same callback.
+
+    One callback type for both keeps every caller's signature; a caller that shows a transient status
+    line prints milestones above it (and a log without a terminal gets them as plain lines).
+    """
 
 
 class BuildError(RuntimeError):
@@ -81,12 +101,51 @@ def kubelet_binary(root: Path | None = None) -> Path:
     return binaries(root).kube_apiserver.parent / "kubelet"
 
 
+@functools.lru_cache(maxsize=8)
+def go_version(go: str) -> tuple[int, int] | None:
+    """(major, minor) of the toolchain at ``go`` itself, or None when it does not run or say.
+
+    ``GOTOOLCHAIN=local``: the version of this binary, not of a newer toolchain it would switch to.
+    """
+    try:
+        out = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, GOTOOLCHAIN="local")).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bgo(\d+)\.(\d+)", out)
+    return (int(m[1]), int(m[2])) if m else None
+
+
 def go_binary() -> str:
-    """The Go toolchain: on PATH, else Go's default install dir (a non-login shell may lack it on PATH)."""
-    go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if os.access(p, os.X_OK)), None)
-    if not go:
-        raise BuildError("the Go toolchain is not on PATH; install Go >= 1.26 (https://go.dev/dl) and rerun `make setup`")
-    return go
+    """The Go toolchain that builds: the first of PATH's ``go`` and :data:`GO_DEFAULT` that is >= 1.26.
+
+    Looking past an old ``go`` on PATH to Go's default install dir is what a machine with the distro's
+    older golang package beside a go.dev install needs.
+
+    Raises:
+        BuildError: none found, or only older ones (each named with its version), with what to install.
+    """
+    candidates = dict.fromkeys(p for p in (shutil.which("go"), GO_DEFAULT) if p and os.access(p, os.X_OK))
+    found: list[str] = []
+    for go in candidates:
+        version = go_version(go)
+        if version is not None and version >= GO_MIN:
+            return go
+        found.append(f"{'go{}.{}'.format(*version) if version else 'a go that does not tell its version'} at {go}")
+    if not found:
+        raise BuildError(f"the control-plane build needs Go >= 1.26 and found none (no go on PATH, none at "
+                         f"{GO_DEFAULT}): {GO_HINT}")
+    raise BuildError(f"the control-plane build needs Go >= 1.26 and found only {' and '.join(found)}: {GO_HINT}")
+
+
+def _elapsed(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def _output_name(package: str) -> str:
+    """The file ``go build`` writes for a main package: its last path element, a ``/vN`` suffix skipped."""
+    parts = package.split("/")
+    return parts[-2] if len(parts) > 1 and re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
 
 
 def _run_go(args: list[str], cwd: Path, progress: ProgressFn | None, what: str) -> None:
@@ -178,6 +237,9 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
                 progress: ProgressFn | None, rename: dict[str, str] | None = None) -> None:
     """Build ``packages`` in a fresh module dir and move the outputs to ``final_dir`` atomically.
 
+    ``what`` names the release (``Kubernetes v1.36.3``) in progress and errors. Each package is its own
+    ``go build`` (same flags, same outputs as one build of all: the Go build cache compiles what they
+    share once), so each binary's start and end can be reported as a :class:`Milestone` with its time.
     ``rename`` maps Go's output names to ours (``go build`` names a binary after the last element
     of its package path without the major-version suffix: ``go.etcd.io/etcd/server/v3`` -> ``server``).
     """
@@ -188,14 +250,24 @@ def _build_into(final_dir: Path, gomod: str, packages: list[str], ldflags: str, 
         out = work / "out"
         out.mkdir()
         started = time.monotonic()
-        _run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out) + "/", *packages],
-                work, progress, what)
+        each: dict[str, float] = {}
+        for package in packages:
+            name = (rename or {}).get(_output_name(package), _output_name(package))
+            if progress:
+                progress(Milestone(f"building {name} ({what}) ..."))
+            t0 = time.monotonic()
+            _run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out) + "/", package],
+                    work, progress, f"building {name} ({what})")
+            each[name] = round(time.monotonic() - t0, 1)
+            if progress:
+                progress(Milestone(f"built {name} in {_elapsed(each[name])}"))
         for built, wanted in (rename or {}).items():
             (out / built).rename(out / wanted)
         (out / "BUILD-INFO.json").write_text(json.dumps({
             "packages": packages,
             "go": subprocess.run([go_binary(), "version"], capture_output=True, text=True).stdout.strip(),
             "build_seconds": round(time.monotonic() - started, 1),
+            "build_seconds_each": each,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }, indent=2))
         _install(out, final_dir)
@@ -243,7 +315,7 @@ def ensure_kubelet(progress: ProgressFn | None = None, root: Path | None = None)
     if not os.access(binary, os.X_OK):
         gomod = kube_wrapper_gomod(_kubernetes_gomod())
         _build_file_into(binary, gomod, "k8s.io/kubernetes/cmd/kubelet", _ldflags(),
-                         f"building the kubelet {KUBERNETES_VERSION}", progress)
+                         f"Kubernetes {KUBERNETES_VERSION}", progress)
     if not os.access(binary, os.X_OK):
         raise BuildError(f"build finished but {binary} is missing")
     return binary
@@ -269,7 +341,7 @@ def ensure_kueue(progress: ProgressFn | None = None, root: Path | None = None) -
         ])
         ldflags = f"-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}"
         _build_into(binary.parent, gomod, ["sigs.k8s.io/kueue/cmd/kueue"], ldflags,
-                    f"building Kueue {KUEUE_VERSION}", progress)
+                    f"Kueue {KUEUE_VERSION}", progress)
     if not os.access(binary, os.X_OK):
         raise BuildError(f"build finished but {binary} is missing")
     return binary
@@ -288,7 +360,7 @@ def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None
         gomod = kube_wrapper_gomod(_kubernetes_gomod())
         _build_into(bins.kube_apiserver.parent, gomod,
                     [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS], _ldflags(),
-                    f"building Kubernetes {KUBERNETES_VERSION}", progress)
+                    f"Kubernetes {KUBERNETES_VERSION}", progress)
     if not os.access(bins.etcd, os.X_OK):
         gomod = "\n".join([
             "// Generated by hollowscale.cluster.binaries: do not edit.",
@@ -296,7 +368,7 @@ def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None
             f"require go.etcd.io/etcd/server/v3 {ETCD_VERSION}", "",
         ])
         _build_into(bins.etcd.parent, gomod, ["go.etcd.io/etcd/server/v3"], "-s -w",
-                    f"building etcd {ETCD_VERSION}", progress, rename={"server": "etcd"})
+                    f"etcd {ETCD_VERSION}", progress, rename={"server": "etcd"})
     missing = bins.missing()
     if missing:
         raise BuildError(f"build finished but these binaries are missing: {', '.join(map(str, missing))}")
