@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from hollowscale.cluster.binaries import BuildError, ensure_binaries, kueue_binary
+from hollowscale.cluster.binaries import BuildError, Milestone, ensure_binaries, kubelet_binary, kueue_binary
 from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
 from hollowscale.cluster.profiles import PROFILES
 from hollowscale.cluster.realnode import RealNodeSettings
@@ -41,20 +42,68 @@ def main() -> None:
 @main.command()
 @click.option("--kueue", is_flag=True, envvar="HOLLOWSCALE_SETUP_KUEUE",
               help="Also build Kueue (sigs.k8s.io/kueue/cmd/kueue, for `cluster up --kueue`).")
-def setup(kueue: bool) -> None:
-    """Build (once) and cache the control-plane binaries from the Go module proxy."""
+@click.option("--kubelet", is_flag=True, help="Also build the kubelet (for `cluster up --real-nodes N`).")
+@click.option("--for", "scenario", metavar="SCENARIO", type=click.Path(dir_okay=False),
+              help="Also build what SCENARIO needs: the kubelet when it has real nodes, Kueue when it or a "
+                   "variant runs Kueue.")
+@click.option("--print-needs", is_flag=True,
+              help="With --for: print what SCENARIO needs as `REAL_NODES=0|1 KUEUE=0|1 EXTRAS=... ROOT=0|1` "
+                   "(what scripts/setup.sh reads) and build nothing.")
+def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool) -> None:
+    """Build (once) and cache the control-plane binaries from the Go module proxy.
+
+    The first build is about 10 minutes of Go on 2 cores: one line per binary as its build starts and
+    ends (with its time) shows where it is, also in a log without a terminal.
+    """
+    if print_needs and not scenario:
+        raise click.UsageError("--print-needs reads a scenario: give --for SCENARIO")
+    if scenario:
+        from hollowscale.scenario import ScenarioError, load_scenario
+        from hollowscale.setupneeds import scenario_needs
+
+        try:
+            needs = scenario_needs(load_scenario(scenario))
+        except ScenarioError as exc:
+            raise click.ClickException(f"invalid scenario:\n{exc}") from None
+        if print_needs:
+            click.echo(f"  {scenario} needs {needs.describe()}", err=True)
+            click.echo(needs.setup_vars())
+            return
+        kueue, kubelet = kueue or needs.kueue, kubelet or needs.real_nodes
     started = time.monotonic()
     try:
         with console.status("checking the binary cache") as status:
-            bins = ensure_binaries(lambda msg: status.update(msg), kueue=kueue)
+            bins = ensure_binaries(_setup_progress(status.update), kueue=kueue, kubelet=kubelet)
     except BuildError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
     console.print(f"control plane binaries ready ({time.monotonic() - started:.1f}s):")
     for path in bins.__dict__.values():
         click.echo(path)
     if kueue:
         click.echo(kueue_binary())
+    if kubelet:
+        click.echo(kubelet_binary())
+
+
+def _setup_progress(update: Callable[[str], None], quiet_s: float = 60.0) -> Callable[[str], None]:
+    """Progress of ``setup``'s Go builds: milestones (a binary started or built) as lines that stay;
+    package updates in the transient status line on a terminal, else one line per ``quiet_s`` seconds
+    at most, so a log (CI, ``make setup > log``) is never silent for minutes."""
+    last = [time.monotonic()]
+
+    def progress(msg: str) -> None:
+        now = time.monotonic()
+        if isinstance(msg, Milestone):
+            console.print(f"  {msg}", markup=False, highlight=False, soft_wrap=True)
+            last[0] = now
+        elif console.is_terminal:
+            update(msg)
+        elif now - last[0] >= quiet_s:
+            console.print(f"    ... {msg}", markup=False, highlight=False, soft_wrap=True)
+            last[0] = now
+
+    return progress
 
 
 @main.group()

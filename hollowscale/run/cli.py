@@ -21,7 +21,8 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
     """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete.
 
     A scenario with `variants:` runs each variant on a fresh cluster (same arrival seed) and writes a
-    comparison report beside the variants' own (exit code: the worst of them).
+    comparison report beside the variants' own (exit code: the worst of them). A scenario whose
+    needs (real nodes, Kueue, PyTorch, root) are not met here exits 2 before anything starts.
     """
     from hollowscale.run.orchestrator import Runner
     from hollowscale.scenario import ScenarioError, load_scenario
@@ -30,6 +31,12 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
         sc = load_scenario(scenario)
     except ScenarioError as exc:
         raise click.ClickException(f"invalid scenario:\n{exc}") from None
+    from hollowscale.setupneeds import refusal
+
+    why_not = refusal(sc, scenario)  # before anything starts: real nodes, Kueue, PyTorch set up? root?
+    if why_not:
+        click.echo(f"error: {why_not}", err=True)
+        sys.exit(2)
     console = Console()
     if sc.variants:
         from hollowscale.run.variants import run_variants
