@@ -1,6 +1,7 @@
 # hollowscale: the two commands a fresh machine needs are `make scale-test` and `make test`.
-# Each installs only what it needs: `make scale-test` the core (no PyTorch), `make test` everything
-# the suite needs (extras dev and distill); see scripts/setup.sh.
+# Each installs only what it needs: `make scale-test` the core (no PyTorch, no real-node packages)
+# plus what its SCENARIO asks for, `make test` everything the suite needs (extras dev and distill,
+# real nodes, Kueue); see scripts/setup.sh. Prerequisite: Go >= 1.26 (https://go.dev/dl).
 SHELL := /bin/bash
 # Go may live outside a non-login PATH (CI); the Go build needs it.
 export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
@@ -13,12 +14,15 @@ PYTEST_ARGS ?=
         bench-distill bench-batch bench-scaling bench-plan kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
+REAL_NODES ?= 0
+# a scenario file: `make setup SCENARIO=F` adds what F needs; `make scale-test` runs F (default below)
+SCENARIO ?=
 
-setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent); KUEUE=1 adds Kueue
-	@KUEUE=$(KUEUE) bash scripts/setup.sh
+setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent); KUEUE=1 adds Kueue, REAL_NODES=1 real-node packages and the kubelet, SCENARIO=F what F needs
+	@SCENARIO=$(SCENARIO) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) bash scripts/setup.sh
 
-setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST, Kueue
-	@EXTRAS=dev,distill KUEUE=1 bash scripts/setup.sh
+setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST, real-node packages and the kubelet, Kueue
+	@EXTRAS=dev,distill KUEUE=1 REAL_NODES=1 bash scripts/setup.sh
 
 setup-distill: ## what `hollowscale distill` needs: core + PyTorch, Fashion-MNIST (no control plane)
 	@EXTRAS=distill CONTROL_PLANE=0 bash scripts/setup.sh
@@ -36,8 +40,9 @@ unit: setup-test
 integration: setup-test
 	$(VENV)/bin/pytest -ra -m integration $(PYTEST_ARGS)
 
-scale-test: setup ## run scenarios/default.yaml on the local cluster; report in reports/latest/
-	$(HS) run scenarios/default.yaml
+scale-test: ## run SCENARIO (default scenarios/default.yaml) after setting up what it needs (real nodes, Kueue, PyTorch only when it asks); report in reports/latest/
+	@SCENARIO=$(or $(SCENARIO),scenarios/default.yaml) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) bash scripts/setup.sh
+	$(HS) run $(or $(SCENARIO),scenarios/default.yaml)
 
 nightly: setup ## scenarios/nightly/set.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
 	$(PY) -m hollowscale.nightly

@@ -1,37 +1,184 @@
 #!/usr/bin/env bash
 # make setup: idempotent, and installs only what the calling command needs.
-#   EXTRAS=""             (default) the core: what `make scale-test` needs; no PyTorch
+#   EXTRAS=""             (default) the core: what `make scale-test` on scenarios/default.yaml needs; no PyTorch
 #   EXTRAS=distill        + PyTorch, numpy and the Fashion-MNIST images (`make bench-distill`)
 #   EXTRAS=dev,distill    + test and lint tools and chromium: everything `make test` needs
-# Steps (a second run with the same extras checks and builds nothing: seconds):
-#   1. Debian packages the extras need (installed with apt only when missing)
+#   SCENARIO=FILE         + what that scenario needs, asked of it once the core venv exists
+#                           (`hollowscale setup --for FILE --print-needs`): real nodes, Kueue, PyTorch
+#   REAL_NODES=1          + containerd, runc, the CNI plugins, busybox-static and gcc from Debian, and the
+#                           kubelet built beside the control plane (`cluster up --real-nodes N`); default 0
+#   KUEUE=1               + Kueue (`cluster up --kueue`); default 0
+#   CONTROL_PLANE=0       no control-plane binaries (the distillation bench alone runs no cluster)
+# Steps (a second run with the same settings checks and builds nothing: seconds):
+#   1. Debian packages the settings need (installed with apt only when missing)
 #   2. the virtual environment with hollowscale[EXTRAS] (reinstalled only when pyproject.toml changes
 #      or extras not installed yet are asked for; one stamp per pyproject.toml hash and extras set)
-#   3. the control-plane binaries, built from the Go module proxy and cached outside the repo
-#      (CONTROL_PLANE=0 skips them: the distillation bench alone runs no cluster; KUEUE=1 adds Kueue,
-#      which `cluster up --kueue` and the test suite need)
-#   REAL_NODES=1 (default) also installs containerd, runc, the CNI plugins and busybox-static from Debian
-#   and builds the kubelet beside the control plane (`cluster up --real-nodes N`, the test suite's real
-#   node); REAL_NODES=0 skips both
+#   3. the control-plane binaries, built with Go >= 1.26 from the Go module proxy and cached outside
+#      the repo
+# Real nodes and Kueue run only as root; a user who is not root gets one note saying so, and a
+# SCENARIO that needs root stops here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXTRAS="${EXTRAS:-}"
 CONTROL_PLANE="${CONTROL_PLANE:-1}"
 KUEUE="${KUEUE:-0}"
-REAL_NODES="${REAL_NODES:-1}"
-step() { printf '\033[1m[setup %s]\033[0m %s\n' "$1" "$2"; }
+REAL_NODES="${REAL_NODES:-0}"
+SCENARIO="${SCENARIO:-}"
+PYTHON="${PYTHON:-python3}"
+GO_MIN_MINOR=26  # Go 1.26: k8s.io/kubernetes v1.36's go.mod (hollowscale.cluster.binaries.GO_MIN)
+STEP=0
+step() { STEP=$((STEP + 1)); printf '\033[1m[setup %s/%s]\033[0m %s\n' "$STEP" "$TOTAL" "$1"; }
+die() { printf 'error: %s\n' "$1" >&2; exit 1; }
 
 # Extras as a sorted, de-duplicated, comma-separated set ("" = core only).
 normalise() { tr ', ' '\n\n' <<<"$1" | sed '/^$/d' | sort -u | paste -sd, -; }
-EXTRAS="$(normalise "$EXTRAS")"
-for extra in ${EXTRAS//,/ }; do
-  case "$extra" in
-    dev|distill) ;;
-    *) echo "error: unknown extra '$extra' (known: dev, distill)"; exit 2 ;;
-  esac
-done
+check_extras() {
+  EXTRAS="$(normalise "$EXTRAS")"
+  local extra
+  for extra in ${EXTRAS//,/ }; do
+    case "$extra" in
+      dev|distill) ;;
+      *) die "unknown extra '$extra' (known: dev, distill)" ;;
+    esac
+  done
+}
 has_extra() { [[ ",$EXTRAS," == *",$1,"* ]]; }
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# apt_install PKG...: install those not installed yet; as a user who is not root, through sudo.
+apt_install() {
+  local missing=() pkg
+  command -v dpkg-query >/dev/null || die "setup installs Debian packages with apt, and this system has no dpkg: install $* yourself, then rerun"
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "  all present"
+    return
+  fi
+  echo "  installing: ${missing[*]}"
+  local sudo=()
+  if ! is_root; then
+    command -v sudo >/dev/null || die "installing the Debian packages ${missing[*]} needs root, and $(id -un) is not root and has no sudo: run \`apt-get install ${missing[*]}\` as root, then rerun"
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The Go toolchain the build uses: the first of PATH's go and /usr/local/go/bin/go (go.dev's install
+# dir, which a non-login PATH may lack) that is >= 1.26; put first on PATH for `hollowscale setup`.
+check_go() {
+  local cand version major minor found=()
+  for cand in "$(command -v go || true)" /usr/local/go/bin/go; do
+    [ -n "$cand" ] && [ -x "$cand" ] || continue
+    version="$(GOTOOLCHAIN=local "$cand" version 2>/dev/null | grep -o 'go[0-9][0-9.]*' | head -1 || true)"
+    IFS=. read -r major minor _ <<<"${version#go}."
+    if [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] && ((major > 1 || (major == 1 && minor >= GO_MIN_MINOR))); then
+      export PATH="$(dirname "$cand"):$PATH"
+      echo "Go toolchain: $version at $cand (>= 1.$GO_MIN_MINOR needed)"
+      return
+    fi
+    found+=("${version:-a go of unknown version} at $cand")
+  done
+  local hint="install Go >= 1.$GO_MIN_MINOR from https://go.dev/dl (distribution packages are often older) and put it on PATH (export PATH=/usr/local/go/bin:\$PATH), then rerun"
+  if ((${#found[@]} == 0)); then
+    die "the control-plane build needs Go >= 1.$GO_MIN_MINOR, and there is no go on PATH nor at /usr/local/go/bin/go: $hint"
+  fi
+  die "the control-plane build needs Go >= 1.$GO_MIN_MINOR, and found only ${found[*]}: $hint"
+}
+
+# `python -m venv` needs ensurepip, which Debian's python3.X ships in its own package python3.X-venv;
+# other interpreters (pyenv's, python.org's) carry it.
+ensure_venv_support() {
+  "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null && return
+  local version prefix
+  version="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+    || die "no Python interpreter at '$PYTHON' (set PYTHON to a python3 >= 3.11)"
+  prefix="$("$PYTHON" -c 'import sys; print(sys.base_prefix)')"
+  if [ "$prefix" = /usr ]; then
+    echo "  $PYTHON is Debian's Python $version, without ensurepip: adding python$version-venv"
+    apt_install "python$version-venv"
+  fi
+  "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
+    || die "$PYTHON (Python $version in $prefix) cannot create a virtual environment (no ensurepip module): install Debian's python$version-venv, or set PYTHON to an interpreter that has venv and ensurepip"
+}
+
+# The venv with hollowscale[EXTRAS]. A stamp .venv/.installed-<hash>-<extras> says: this pyproject.toml
+# was installed with these extras (pip never uninstalls, so what an earlier run of the same hash
+# installed is still there).
+venv_step() {
+  local hash installed stamp wanted_missing extra union tag
+  hash="$(sha256sum pyproject.toml | cut -c1-16)"
+  if [ ! -x .venv/bin/python ]; then
+    ensure_venv_support
+    rm -f .venv/.installed-*
+    "$PYTHON" -m venv .venv
+  elif ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    # an earlier `python -m venv` that stopped before pip (ensurepip missing): complete it in place
+    ensure_venv_support
+    echo "  .venv has no pip (an earlier creation stopped half-way): completing it"
+    rm -f .venv/.installed-*
+    "$PYTHON" -m venv .venv
+  fi
+  installed=""
+  for stamp in .venv/.installed-"$hash"-*; do
+    [ -f "$stamp" ] || continue
+    installed="$installed,${stamp##*/.installed-"$hash"-}"
+  done
+  installed="$(normalise "${installed//+/,}")"
+  installed="${installed//core/}"; installed="$(normalise "$installed")"
+  wanted_missing=""
+  for extra in ${EXTRAS//,/ }; do
+    [[ ",$installed," == *",$extra,"* ]] || wanted_missing="$wanted_missing,$extra"
+  done
+  if ! compgen -G ".venv/.installed-$hash-*" >/dev/null || [ -n "$wanted_missing" ]; then
+    union="$(normalise "$installed,$EXTRAS")"
+    case ",$union," in
+      *,distill,*) echo "  installing hollowscale[$union] (first time: a few minutes; PyTorch brings ~5 GB)" ;;
+      *) echo "  installing hollowscale${union:+[$union]} (first time: about a minute, ~0.3 GB; no PyTorch)" ;;
+    esac
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install --progress-bar on -e ".${union:+[$union]}"
+    rm -f .venv/.installed-*
+    tag="${union//,/+}"
+    touch ".venv/.installed-$hash-${tag:-core}"
+  else
+    echo "  up to date"
+  fi
+}
+
+check_extras
+TOTAL=$([ "$CONTROL_PLANE" = 0 ] && echo 2 || echo 3)
+[ -n "$SCENARIO" ] && TOTAL=$((TOTAL + 1))
+
+if ! is_root; then
+  echo "note: running as $(id -un), not root: real nodes and Kueue need root (containerd, runc and the kubelet make mounts, network namespaces and a bridge; Kueue runs in a private mount namespace), so the tests marked 'root' and scenarios with real_nodes, kueue or distill_jobs run only as root; without root, \`make scale-test\` (scenarios/default.yaml) and \`make unit\` work."
+fi
+if [ "$CONTROL_PLANE" != 0 ]; then
+  check_go  # before minutes of pip: the build at the end needs it
+fi
+
+if [ -n "$SCENARIO" ]; then
+  step "what $SCENARIO needs (read with the core .venv)"
+  [ -f "$SCENARIO" ] || die "no scenario file $SCENARIO"
+  venv_step
+  needs="$(.venv/bin/hollowscale setup --for "$SCENARIO" --print-needs)"
+  needs_root=0
+  for kv in $needs; do
+    case "$kv" in
+      REAL_NODES=1) REAL_NODES=1 ;;
+      KUEUE=1) KUEUE=1 ;;
+      EXTRAS=?*) EXTRAS="$EXTRAS,${kv#EXTRAS=}" ;;
+      ROOT=1) needs_root=1 ;;
+    esac
+  done
+  check_extras
+  if [ "$needs_root" = 1 ] && ! is_root; then
+    die "$SCENARIO needs root (real nodes or Kueue), and $(id -un) is not root: run it as root; without root, \`make scale-test\` runs scenarios/default.yaml"
+  fi
+fi
 
 # prometheus: every scale test; dataset-fashion-mnist: the distillation engine's images;
 # chromium: the tests look at HTML reports headless.
@@ -39,74 +186,25 @@ APT_PACKAGES=(prometheus)
 has_extra distill && APT_PACKAGES+=(dataset-fashion-mnist)
 has_extra dev && APT_PACKAGES+=(chromium)
 # real nodes: a containerd per kubelet, runc, the bridge/host-local/loopback CNI plugins, busybox for images,
-# gcc + libc6-dev for the static pause program of the sandbox image (hollowscale/images/pause.py)
-[ "$REAL_NODES" = 1 ] && [ "$CONTROL_PLANE" != 0 ] && \
+# gcc + libc6-dev for the static pause program of the sandbox image (hollowscale/images/pause.py), ip;
+# for the tests, iptables: the real-node test checks that a cluster's down leaves iptables as it was
+if [ "$REAL_NODES" = 1 ] && [ "$CONTROL_PLANE" != 0 ]; then
   APT_PACKAGES+=(containerd runc containernetworking-plugins busybox-static iproute2 gcc libc6-dev)
-TOTAL=$([ "$CONTROL_PLANE" = 0 ] && echo 2 || echo 3)
-
-step "1/$TOTAL" "Debian packages: ${APT_PACKAGES[*]}"
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "  installing: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-  echo "  all present"
+  has_extra dev && APT_PACKAGES+=(iptables)
 fi
 
-step "2/$TOTAL" "Python virtual environment (.venv): hollowscale${EXTRAS:+[$EXTRAS]}"
-PYTHON="${PYTHON:-python3}"
-hash="$(sha256sum pyproject.toml | cut -c1-16)"
-# A stamp .venv/.installed-<hash>-<extras> says: this pyproject.toml was installed with these extras
-# (pip never uninstalls, so what an earlier run of the same hash installed is still there).
-installed=""
-for stamp in .venv/.installed-"$hash"-*; do
-  [ -f "$stamp" ] || continue
-  installed="$installed,${stamp##*/.installed-"$hash"-}"
-done
-installed="$(normalise "${installed//+/,}")"
-installed="${installed//core/}"; installed="$(normalise "$installed")"
-wanted_missing=""
-for extra in ${EXTRAS//,/ }; do
-  [[ ",$installed," == *",$extra,"* ]] || wanted_missing="$wanted_missing,$extra"
-done
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-if ! compgen -G ".venv/.installed-$hash-*" >/dev/null || [ -n "$wanted_missing" ]; then
-  union="$(normalise "$installed,$EXTRAS")"
-  case ",$union," in
-    *,distill,*) echo "  installing hollowscale[$union] (first time: a few minutes; PyTorch brings ~5 GB)" ;;
-    *) echo "  installing hollowscale${union:+[$union]} (first time: about a minute, ~0.3 GB; no PyTorch)" ;;
-  esac
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install --progress-bar on -e ".${union:+[$union]}"
-  rm -f .venv/.installed-*
-  tag="${union//,/+}"
-  touch ".venv/.installed-$hash-${tag:-core}"
-else
-  echo "  up to date"
-fi
+step "Debian packages: ${APT_PACKAGES[*]}"
+apt_install "${APT_PACKAGES[@]}"
+
+step "Python virtual environment (.venv): hollowscale${EXTRAS:+[$EXTRAS]}"
+venv_step
 
 if [ "$CONTROL_PLANE" = 0 ]; then
   exit 0
 fi
-if [ "$KUEUE" = 1 ]; then
-  step "3/$TOTAL" "control-plane binaries (Kubernetes, etcd, Kueue) from the Go module proxy"
-else
-  step "3/$TOTAL" "control-plane binaries (Kubernetes, etcd) from the Go module proxy"
-fi
-command -v go >/dev/null || { echo "error: Go >= 1.26 is required (go not on PATH)"; exit 1; }
-if [ "$KUEUE" = 1 ]; then
-  .venv/bin/hollowscale setup --kueue
-else
-  .venv/bin/hollowscale setup
-fi
-if [ "$REAL_NODES" = 1 ]; then
-  # the kubelet of the same version, built with the same wrapper module (cached beside the others)
-  echo "  kubelet (real nodes): $(.venv/bin/python -m hollowscale.cluster.binaries --kubelet | tail -1)"
-fi
+what="Kubernetes, etcd"
+args=()
+if [ "$REAL_NODES" = 1 ]; then what="$what, the kubelet"; args+=(--kubelet); fi
+if [ "$KUEUE" = 1 ]; then what="$what, Kueue"; args+=(--kueue); fi
+step "control-plane binaries ($what) from the Go module proxy"
+.venv/bin/hollowscale setup "${args[@]}"
