@@ -4,6 +4,10 @@ Registration is create-first: POST the Node with its full status; on 409 the nod
 agent restart, or a second run) and is *adopted* by patching its status, never by GET-then-write, and
 never deleted and recreated (no duplicates, no flapping Ready, pods bound to it keep running).  After
 that only the conditions' heartbeat moves, every few minutes (the Lease carries liveness in between).
+Only a hollow node (label ``hollowscale.io/hollow=true``) is adopted: a node of the same name that
+someone else made is never patched or deleted, and registering it fails (:class:`ForeignNodeError`).
+On exit (``--delete-nodes-on-exit``) the agent deletes exactly the nodes it registered or adopted, by
+uid, so a node someone made again under that name meanwhile stays.
 
 A watch on the hollow nodes (label ``hollowscale.io/hollow=true``) tells the manager what the
 controller-manager did: a node of ours that it marked NotReady/Unknown while we were not faulting it
@@ -24,12 +28,16 @@ from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, backoff_delay
 from hollow.clock import Clock
 from hollow.faults import FaultState
 from hollow.metrics import Metrics
-from hollow.nodebody import adopt_patch, heartbeat_patch, node_body
+from hollow.nodebody import NODE_LABEL, adopt_patch, heartbeat_patch, node_body
 from hollow.settings import AgentSettings
 from hollow.sharding import NodeSlot
 from hollow.timers import TimerLoop
 
 log = logging.getLogger("hollow.nodes")
+
+
+class ForeignNodeError(RuntimeError):
+    """A node of one of the pools' names exists and no hollow agent registered it (it is left as it is)."""
 
 
 @dataclass
@@ -48,6 +56,8 @@ class NodeState:
         recovering: a Ready status patch after a NotReady mark is pending (sent at heartbeat priority).
         needs_ready: marked NotReady while our own renewals were late; post Ready after the next renewal
             (posting it before would be contradicted at once, and only adds load to a struggling apiserver).
+        foreign: the name now belongs to a node someone else made (found when registering it again): it
+            is no longer refreshed, renewed or deleted.
     """
 
     slot: NodeSlot
@@ -58,6 +68,7 @@ class NodeState:
     lease_rv: str = ""
     recovering: bool = False
     needs_ready: bool = False
+    foreign: bool = False
 
 
 class NodeManager:
@@ -100,6 +111,14 @@ class NodeManager:
                 self.metrics.node_registrations.labels("created").inc()
                 return
             if resp.status == 409:
+                existing = await self.api.request("get_node", "GET", f"/api/v1/nodes/{slot.name}", priority=0)
+                if existing.status == 404:  # deleted between our POST and GET: create again
+                    continue
+                if existing.ok and ((existing.json().get("metadata") or {}).get("labels") or {}).get(
+                        NODE_LABEL) != "true":
+                    raise ForeignNodeError(
+                        f"node {slot.name} exists and no hollow agent registered it (no {NODE_LABEL}=true label): "
+                        "it is left as it is; rename the pool or remove that node")
                 patch = adopt_patch(slot, now, self.settings.identity)
                 resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{slot.name}/status",
                                               body=patch, content_type=STRATEGIC_MERGE_PATCH, priority=0)
@@ -201,6 +220,8 @@ class NodeManager:
 
     async def _refresh(self, name: str) -> None:
         state = self.nodes[name]
+        if state.foreign:
+            return
         now_m = self.clock.monotonic()
         interval = self.settings.heartbeat.status_s
         if self.faults.stopped(name, now_m):
@@ -235,6 +256,9 @@ class NodeManager:
             try:
                 log.warning("node %s was deleted by someone else; registering it again", name)
                 await self._register(state)
+            except ForeignNodeError as exc:  # someone made their own node of that name: let it be
+                state.uid, state.foreign = "", True
+                log.error("%s", exc)
             finally:
                 self._reregistering.discard(name)
 
@@ -251,15 +275,30 @@ class NodeManager:
         return 0 if nxt is None or nxt > now else len(self._tasks)
 
     async def delete_all(self, timeout_s: float = 120.0) -> None:
-        """Delete this agent's Nodes and Leases (``--delete-nodes-on-exit``), giving up after ``timeout_s``."""
-        async def one(name: str) -> None:
-            await self.api.request("delete_node", "DELETE", f"/api/v1/nodes/{name}", retry=True)
-            await self.api.request("delete_lease", "DELETE",
-                                   f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+        """Delete the Nodes this agent registered or adopted and their Leases (``--delete-nodes-on-exit``),
+        giving up after ``timeout_s``.
+
+        By uid (a DELETE precondition): a node someone deleted and made again under the name is not ours
+        and stays (409).  A Lease goes by the resourceVersion of our last write where we know it; any
+        other is left to the garbage collector, which deletes it only with the node it is owned by (ours).
+        """
+        ours = {name: state for name, state in self.nodes.items() if state.uid}
+
+        async def one(name: str, state: NodeState) -> None:
+            resp = await self.api.request("delete_node", "DELETE", f"/api/v1/nodes/{name}", retry=True,
+                                          body={"preconditions": {"uid": state.uid}})
+            if resp.status == 409:
+                log.warning("node %s is not the one this agent registered any more (uid changed): left as it is",
+                            name)
+                return
+            if state.lease_rv:
+                await self.api.request("delete_lease", "DELETE",
+                                       f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+                                       body={"preconditions": {"resourceVersion": state.lease_rv}})
 
         try:
-            await asyncio.wait_for(asyncio.gather(*(one(n) for n in self.nodes)), timeout_s)
-            log.info("deleted %d nodes", len(self.nodes))
+            await asyncio.wait_for(asyncio.gather(*(one(n, s) for n, s in ours.items())), timeout_s)
+            log.info("deleted %d nodes", len(ours))
         except TimeoutError:
             log.warning("gave up deleting nodes after %.0fs (is the apiserver up?)", timeout_s)
 
