@@ -4,7 +4,9 @@ A run *claims* its namespace: it creates it when absent (and then owns it), or u
 exists (and then owns only the objects it labels with its run id).  A namespace still terminating
 from an earlier run is waited for, not mistaken for "already there": creating objects in it would
 fail with 404 once it is gone.  :func:`release_namespace` deletes the namespace only when this run
-created it, and otherwise only this run's labelled objects.
+created it (by its uid: one someone made again under the name stays), and otherwise only this run's
+labelled objects.  So that the label alone never picks an object the run did not create, a namespace
+that is not the run's own and already holds objects with the run's label is refused at claim time.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ class NamespaceClaim:
         name: the namespace.
         run_id: the run that claimed it (value of :data:`RUN_LABEL` on what the run creates).
         created: True when this run created the namespace (and so may delete it).
+        uid: the namespace's uid when this run created it ('' otherwise): only that one is deleted.
     """
 
     name: str
     run_id: str
     created: bool
+    uid: str = ""
 
 
 def _get(session: requests.Session, server: str, name: str) -> dict[str, object] | None:
@@ -77,6 +81,8 @@ def claim_namespace(session: requests.Session, server: str, name: str, run_id: s
     while True:
         doc = _get(session, server, name)
         if doc is not None and _phase(doc) != "Terminating":
+            if _labels(doc).get(RUN_LABEL) != run_id:  # not this run's own: its label must pick nothing yet
+                _refuse_labelled(session, server, name, run_id)
             return NamespaceClaim(name, run_id, created=False)
         if doc is None:
             body = {"apiVersion": "v1", "kind": "Namespace",
@@ -84,7 +90,7 @@ def claim_namespace(session: requests.Session, server: str, name: str, run_id: s
             r = session.post(f"{server}/api/v1/namespaces", data=orjson.dumps(body),
                              headers={"Content-Type": "application/json"}, timeout=30)
             if r.status_code in (200, 201):
-                return NamespaceClaim(name, run_id, created=True)
+                return NamespaceClaim(name, run_id, created=True, uid=str(orjson.loads(r.content)["metadata"]["uid"]))
             if r.status_code != 409:
                 raise NamespaceError(f"creating namespace {name}: HTTP {r.status_code} {r.text[:200]}")
             continue  # created or terminating meanwhile: look again
@@ -97,6 +103,29 @@ def claim_namespace(session: requests.Session, server: str, name: str, run_id: s
         time.sleep(0.5)
 
 
+def _labels(doc: dict[str, object]) -> dict[str, str]:
+    meta = doc.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def _refuse_labelled(session: requests.Session, server: str, name: str, run_id: str) -> None:
+    """Raise when namespace ``name`` already holds an object labelled with ``run_id`` (the run would delete it)."""
+    for template in RUN_COLLECTIONS:
+        path = template.format(ns=name)
+        r = session.get(f"{server}{path}", params={"labelSelector": f"{RUN_LABEL}={run_id}", "limit": "1"},
+                        timeout=30)
+        if r.status_code == 404:  # an API this cluster does not serve
+            continue
+        r.raise_for_status()
+        items = orjson.loads(r.content).get("items") or []
+        if items:
+            raise NamespaceError(
+                f"namespace {name} already holds {items[0].get('kind') or path.rsplit('/', 1)[-1]} "
+                f"{items[0]['metadata']['name']} labelled {RUN_LABEL}={run_id}, which this run did not create (the "
+                "run deletes what carries its label at the end): use another run id or remove those objects")
+
+
 def release_namespace(session: requests.Session, server: str, claim: NamespaceClaim) -> None:
     """Delete what the run created: the namespace if it created it, else only its labelled objects.
 
@@ -105,11 +134,13 @@ def release_namespace(session: requests.Session, server: str, claim: NamespaceCl
     """
     if claim.created:
         doc = _get(session, server, claim.name)
-        meta = (doc or {}).get("metadata")
-        labels = (meta.get("labels") if isinstance(meta, dict) else None) or {}
-        if doc is None or labels.get(RUN_LABEL) != claim.run_id:
+        if doc is None or _labels(doc).get(RUN_LABEL) != claim.run_id:
             return  # gone, or replaced by someone else's namespace of the same name
-        r = session.delete(f"{server}/api/v1/namespaces/{claim.name}", timeout=30)
+        body = orjson.dumps({"preconditions": {"uid": claim.uid}}) if claim.uid else None
+        r = session.delete(f"{server}/api/v1/namespaces/{claim.name}", data=body,
+                           headers={"Content-Type": "application/json"}, timeout=30)
+        if r.status_code == 409 and claim.uid:
+            return  # replaced by another namespace of that name (a uid that is not ours): left as it is
         if r.status_code not in (200, 202, 404):
             raise NamespaceError(f"deleting namespace {claim.name}: HTTP {r.status_code} {r.text[:200]}")
         return

@@ -2,8 +2,9 @@
 
 Every object is created by name (POST); each one the apiserver accepted is appended to the run's
 record (``created.json`` in the run folder) before the next is tried, so a run that is interrupted
-half-way still knows exactly what it made.  Deleting walks that record backwards: an object that
-existed before the run (a name clash answers 409 and is not recorded) is never touched.
+half-way still knows exactly what it made.  Deleting walks that record backwards, each object by the
+uid its creation returned: an object that existed before the run (a name clash answers 409 and is not
+recorded) is never touched, nor is one that someone deleted and made again under a recorded name.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ class ObjectError(RuntimeError):
 
 @dataclass(frozen=True)
 class Created:
-    """One object this run created (enough to delete it by name)."""
+    """One object this run created (enough to delete it by name and uid)."""
 
     api_version: str
     kind: str
     name: str
     namespace: str | None
+    uid: str = ""  # '' in a record written before uids were kept: deleted by name then
 
     @property
     def path(self) -> str:
@@ -80,9 +82,10 @@ class ObjectLedger:
             where = f"{doc['kind']} {ns + '/' if ns else ''}{meta['name']}"
             why = "it exists already (left as it is)" if r.status_code == 409 else f"HTTP {r.status_code}"
             raise ObjectError(f"creating {where}: {why}: {r.text[:300]}")
-        self.created.append(Created(doc["apiVersion"], doc["kind"], meta["name"], ns))
-        self._save()
         out: dict[str, Any] = r.json()
+        self.created.append(Created(doc["apiVersion"], doc["kind"], meta["name"], ns,
+                                    str((out.get("metadata") or {}).get("uid") or "")))
+        self._save()
         return out
 
     def create_all(self, docs: list[dict[str, Any]]) -> None:
@@ -93,11 +96,13 @@ class ObjectLedger:
         """Delete what this run created, newest first (pods go with their owners: background
         propagation); the errors, as text.  Objects already gone count as deleted."""
         errors: list[str] = []
-        body = orjson.dumps({"propagationPolicy": "Background"})
         for obj in reversed(self.created):
+            options: dict[str, Any] = {"propagationPolicy": "Background"}
+            if obj.uid:
+                options["preconditions"] = {"uid": obj.uid}  # 409: the name is someone else's object now
             try:
-                r = self.http.delete(self.server + obj.path, data=body, headers=JSON, timeout=30)
-                if r.status_code not in (200, 202, 404):
+                r = self.http.delete(self.server + obj.path, data=orjson.dumps(options), headers=JSON, timeout=30)
+                if r.status_code not in (200, 202, 404, 409):
                     errors.append(f"deleting {obj.text()}: HTTP {r.status_code} {r.text[:200]}")
             except requests.RequestException as exc:
                 errors.append(f"deleting {obj.text()}: {exc}")
@@ -105,7 +110,7 @@ class ObjectLedger:
         return errors
 
     def remaining(self) -> list[Created]:
-        """Created objects the apiserver still has (404 = gone)."""
+        """Created objects the apiserver still has (404, or another uid under the name: gone)."""
         left = []
         for obj in self.created:
             try:
@@ -113,8 +118,11 @@ class ObjectLedger:
             except requests.RequestException:
                 left.append(obj)
                 continue
-            if r.status_code != 404:
-                left.append(obj)
+            if r.status_code == 404:
+                continue
+            if obj.uid and r.ok and (r.json().get("metadata") or {}).get("uid") != obj.uid:
+                continue
+            left.append(obj)
         return left
 
     def wait_gone(self, timeout_s: float, sleep: Callable[[float], None] = time.sleep) -> list[Created]:

@@ -12,8 +12,9 @@ From the scenario's ``priority_classes`` and ``tenants`` (see :mod:`hollowscale.
   preemption off) and a ``LocalQueue`` in the tenant's namespace.
 
 Every object carries the run label.  :class:`BatchObjects` creates them in order and deletes exactly
-those it created, newest first; an object of the same name that the run did not create stops the run
-(it is never changed).
+those it created, newest first, each by the uid its creation returned (one that someone deleted and
+made again under the name meanwhile is not ours and stays); an object of the same name that the run
+did not create stops the run (it is never changed).
 """
 
 from __future__ import annotations
@@ -149,15 +150,20 @@ class BatchObjects:
             if not r.ok:
                 raise BatchObjectError(f"creating {obj['kind']} {obj['metadata']['name']}: HTTP {r.status_code}: "
                                        f"{r.text[:300]}")
-            self.created.append(obj)
+            self.created.append({**obj, "metadata": {**obj["metadata"], "uid": r.json()["metadata"]["uid"]}})
 
     def delete_all(self) -> list[str]:
-        """Delete what this run created, newest first; returns the errors (empty when all went)."""
+        """Delete what this run created, newest first, by uid; returns the errors (empty when all went).
+
+        A 409 is an object of that name that is not the one the run created (the uid precondition failed):
+        it is left as it is, and not an error.
+        """
         errors = []
         for obj in reversed(self.created):
             try:
-                r = self.session.delete(self.server + object_path(obj, name=True), timeout=30)
-                if r.status_code not in (200, 202, 404):
+                r = self.session.delete(self.server + object_path(obj, name=True), timeout=30,
+                                        json={"preconditions": {"uid": obj["metadata"]["uid"]}})
+                if r.status_code not in (200, 202, 404, 409):
                     errors.append(f"deleting {obj['kind']} {obj['metadata']['name']}: HTTP {r.status_code}")
             except requests.RequestException as exc:
                 errors.append(f"deleting {obj['kind']} {obj['metadata']['name']}: {exc}")

@@ -11,7 +11,9 @@ samples/s.  Faults (``teacher-kill``: delete one Ready teacher pod with no grace
 
 At the end the student's log (read through the API: ``pods/log``, served by the real kubelet) gives
 its progress lines and its result line (accuracy, samples/s, lost samples); pod timestamps give the
-scheduling delays.  Everything the run created is deleted by name afterwards.
+scheduling delays.  Everything the run created is deleted afterwards, each object by the uid its
+creation returned (one someone made again under the name meanwhile stays); a fault kills only a pod
+that carries this run's label.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from hollowscale.run.distillmanifests import (
     teacher_name,
 )
 from hollowscale.scenario.distill import DistillJobSpec
+from kubecore.namespaces import RUN_LABEL
 
 #: API collection of each kind the manifests hold
 COLLECTIONS = {
@@ -69,7 +72,7 @@ class JobState:
 
     spec: DistillJobSpec
     objects: list[dict[str, Any]]
-    created: list[tuple[str, str]] = field(default_factory=list)  # (collection path, name), creation order
+    created: list[tuple[str, str, str]] = field(default_factory=list)  # (collection URL, name, uid), creation order
     student_created_at: float | None = None
     teachers: list[TeacherSample] = field(default_factory=list)
     teacher_pods_seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> last teacher pod doc
@@ -101,7 +104,7 @@ class DistillJobs:
         if r.status_code not in (200, 201):
             raise DistillJobError(f"job {state.spec.name}: creating {doc['kind']} {doc['metadata']['name']} in "
                                   f"{self.ns}: HTTP {r.status_code} {r.text[:300]}")
-        state.created.append((url, doc["metadata"]["name"]))
+        state.created.append((url, doc["metadata"]["name"], str(r.json()["metadata"]["uid"])))
 
     def create_teachers(self) -> None:
         """RBAC, teacher Deployment and Service of every job (the student comes later).
@@ -216,8 +219,8 @@ class DistillJobs:
     def kill_teacher(self, name: str) -> dict[str, Any]:
         """Delete the oldest Ready teacher pod of ``name`` with no grace period; returns the fault's record."""
         state = self.jobs[name]
-        pods = [p for p in self._pods(f"{JOB_LABEL}={name},app.kubernetes.io/component=teacher")
-                if not p["metadata"].get("deletionTimestamp") and _ready(p)]
+        selector = f"{JOB_LABEL}={name},app.kubernetes.io/component=teacher,{RUN_LABEL}={self.settings.run_id}"
+        pods = [p for p in self._pods(selector) if not p["metadata"].get("deletionTimestamp") and _ready(p)]
         entry: dict[str, Any] = {"t": time.time(), "event": "teacher-kill", "job": name}
         if not pods:
             entry["error"] = "no Ready teacher pod to kill"
@@ -291,15 +294,16 @@ class DistillJobs:
         return out
 
     def delete_all(self) -> list[str]:
-        """Delete what this run created, newest first (pods go with their Job/ReplicaSet); returns errors."""
+        """Delete what this run created, newest first, by uid (pods go with their Job/ReplicaSet); returns
+        errors.  A 409 is an object of that name that is not the run's (the uid precondition failed): left."""
         errors: list[str] = []
         self.stop_monitor()
         for state in self.jobs.values():
-            for url, name in reversed(state.created):
+            for url, name, uid in reversed(state.created):
+                options = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
                 try:
-                    r = self.http.delete(f"{url}/{name}", data=orjson.dumps({"propagationPolicy": "Background"}),
-                                         headers=JSON, timeout=30)
-                    if r.status_code not in (200, 202, 404):
+                    r = self.http.delete(f"{url}/{name}", data=orjson.dumps(options), headers=JSON, timeout=30)
+                    if r.status_code not in (200, 202, 404, 409):
                         errors.append(f"deleting {url}/{name}: HTTP {r.status_code} {r.text[:200]}")
                 except requests.RequestException as exc:
                     errors.append(f"deleting {url}/{name}: {exc}")

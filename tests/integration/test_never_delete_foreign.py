@@ -21,7 +21,9 @@ from waiting import wait_until
 from hollow.process import start_agent
 from hollowscale.cluster.clusterdir import MARKER, OWN_ENTRIES
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
+from hollowscale.run.batchobjects import BatchObjectError, BatchObjects
 from kubecore.config import load_endpoint
+from kubecore.namespaces import RUN_LABEL, NamespaceError, claim_namespace, release_namespace
 from kubecore.watch import session_for
 
 pytestmark = pytest.mark.integration
@@ -192,3 +194,112 @@ def test_an_agent_leaves_a_node_someone_made_again_under_its_name(cluster: Clust
     finally:
         agent.stop()
         api.delete(f"/api/v1/nodes/{name}")
+
+
+# ------------------------------------------------------------------------------------------ namespaces and objects
+def _ns(api: Api, name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return api.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels or {}}})
+
+
+def _gone(api: Api, path: str) -> None:
+    wait_until(f"{path} gone", lambda: api.get(path) is None, 60, every=0.2)
+
+
+def test_a_namespace_the_run_made_again_by_someone_else_is_left(cluster: ClusterInfo) -> None:
+    api = Api(cluster)
+    name, run_id = f"hsns-{uuid.uuid4().hex[:6]}", f"run-{uuid.uuid4().hex[:6]}"
+    claim = claim_namespace(api.http, api.server, name, run_id)
+    assert claim.created and claim.uid
+    api.delete(f"/api/v1/namespaces/{name}")
+    _gone(api, f"/api/v1/namespaces/{name}")
+    theirs = _ns(api, name, {RUN_LABEL: run_id})  # same name, even the same label: still not the one we made
+    api.create(f"/api/v1/namespaces/{name}/configmaps", {"metadata": {"name": "their-data"}})
+    try:
+        release_namespace(api.http, api.server, claim)
+        after = api.get(f"/api/v1/namespaces/{name}")
+        assert after is not None and after["metadata"]["uid"] == theirs["metadata"]["uid"]
+        assert "deletionTimestamp" not in after["metadata"]
+        assert api.get(f"/api/v1/namespaces/{name}/configmaps/their-data") is not None
+    finally:
+        api.delete(f"/api/v1/namespaces/{name}")
+
+
+def test_a_namespace_that_is_not_the_runs_keeps_everything_but_the_runs_objects(cluster: ClusterInfo) -> None:
+    api = Api(cluster)
+    name, run_id = f"hsns-{uuid.uuid4().hex[:6]}", f"run-{uuid.uuid4().hex[:6]}"
+    _ns(api, name)
+    pods = f"/api/v1/namespaces/{name}/pods"
+    pod = {"spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}],
+                    "nodeSelector": {"hollowscale.io/nowhere": "true"}}}
+    try:
+        api.create(pods, {"metadata": {"name": "theirs", "labels": {"app": "theirs"}}, **pod})
+        claim = claim_namespace(api.http, api.server, name, run_id)
+        assert not claim.created
+        api.create(pods, {"metadata": {"name": "ours", "labels": {RUN_LABEL: run_id}}, **pod})
+        release_namespace(api.http, api.server, claim)
+        _gone(api, f"{pods}/ours")
+        theirs = api.get(f"{pods}/theirs")
+        assert theirs is not None and "deletionTimestamp" not in theirs["metadata"]
+        assert "deletionTimestamp" not in (api.get(f"/api/v1/namespaces/{name}") or {})["metadata"]
+        # an object that already carries the run's label (not made by this run) would go at the end:
+        # such a namespace is refused before anything is created, and the object stays
+        api.create(pods, {"metadata": {"name": "labelled-before", "labels": {RUN_LABEL: run_id}}, **pod})
+        with pytest.raises(NamespaceError, match=f"namespace {name} already holds pods labelled-before labelled"):
+            claim_namespace(api.http, api.server, name, run_id)
+        assert api.get(f"{pods}/labelled-before") is not None
+    finally:
+        api.delete(f"/api/v1/namespaces/{name}")
+
+
+def test_batch_objects_delete_only_the_objects_they_made(cluster: ClusterInfo) -> None:
+    api = Api(cluster)
+    run_id = f"run-{uuid.uuid4().hex[:6]}"
+    name = f"hs-pc-{uuid.uuid4().hex[:6]}"
+    path = f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}"
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 7,
+          "metadata": {"name": name, "labels": {RUN_LABEL: run_id}}}
+    objects = BatchObjects(api.http, api.server, run_id)
+    objects.create([pc])
+    api.delete(path)
+    _gone(api, path)
+    theirs = api.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                        {"metadata": {"name": name}, "value": 7, "description": "someone else's"})
+    try:
+        assert objects.delete_all() == []
+        after = api.get(path)
+        assert after is not None and after["metadata"]["uid"] == theirs["metadata"]["uid"]
+        with pytest.raises(BatchObjectError, match="was not created by hollowscale"):  # never adopted either
+            BatchObjects(api.http, api.server, run_id).create([pc])
+        assert (api.get(path) or {})["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    finally:
+        api.delete(path)
+
+
+def test_an_in_cluster_ledger_and_distill_jobs_delete_only_what_they_made(cluster: ClusterInfo,
+                                                                          tmp_path: Path) -> None:
+    from hollowscale.incluster.objects import ObjectLedger
+    from hollowscale.run.distilljobs import DistillJobs
+    from hollowscale.run.distillmanifests import RenderSettings
+    from hollowscale.scenario.distill import DistillJobSpec
+
+    api = Api(cluster)
+    ns, run_id = f"hsns-{uuid.uuid4().hex[:6]}", f"run-{uuid.uuid4().hex[:6]}"
+    _ns(api, ns)
+    accounts = f"/api/v1/namespaces/{ns}/serviceaccounts"
+    try:
+        ledger = ObjectLedger(api.http, api.server, tmp_path / "created.json")
+        ledger.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "by-ledger", "namespace": ns}})
+        jobs = DistillJobs(api.http, api.server, (DistillJobSpec(name="j"),),
+                           RenderSettings(namespace=ns, run_id=run_id, image="x", model_dir=str(tmp_path)), log=print)
+        jobs._create(jobs.jobs["j"], {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "by-distill"}})
+        theirs = {}
+        for name in ("by-ledger", "by-distill"):  # someone deletes each and makes their own of the name
+            api.delete(f"{accounts}/{name}")
+            _gone(api, f"{accounts}/{name}")
+            theirs[name] = api.create(accounts, {"metadata": {"name": name}})["metadata"]["uid"]
+        assert ledger.delete_all(log=lambda _m: None) == [] and ledger.remaining() == []
+        assert jobs.delete_all() == []
+        for name, uid in theirs.items():
+            assert (api.get(f"{accounts}/{name}") or {})["metadata"]["uid"] == uid
+    finally:
+        api.delete(f"/api/v1/namespaces/{ns}")
