@@ -35,6 +35,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from kubecore.schema import DnsLabel, Quantity, Spec, number, problem
+from loadgen.spec import Namespace
 
 
 def _priority_value(v: int) -> int:
@@ -48,7 +49,7 @@ class TenantSpec(Spec):
     """One team: its namespace, part of the arrivals, fair-share weight, cohort and quotas per flavor."""
 
     name: DnsLabel
-    namespace: DnsLabel | None = None
+    namespace: Namespace | None = None  # not one of the cluster's own (kube-system, default, ...)
     share: number(0, lo_open=True) = 1.0  # type: ignore[valid-type]
     weight: number(0, lo_open=True) = 1.0  # type: ignore[valid-type]
     cohort: DnsLabel = "hollowscale"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
 from hollow.pools import Pools, PoolSpec, pools_to_doc
 from hollowscale.scenario.batch import (
@@ -35,7 +35,7 @@ from hollowscale.scenario.batch import (
 from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
 from hollowscale.scenario.sweep import SweepSpec, sweep_problems
 from kubecore.quantity import parse_quantity
-from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, number, one_of, raise_problems
+from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, field_errors, number, one_of, raise_problems
 from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads, WorkloadSpec
 
 BACKENDS = ("local", "kind", "existing")
@@ -368,6 +368,8 @@ class ScenarioFile(Spec):
             seen.add(s.name)
         problems += _fit_problems(self.pools, self.workloads)
         problems += check_tenants(self.tenants, {p.name: dict(p.allocatable) for p in self.pools})
+        for i, t in enumerate(self.tenants):
+            problems += _tenant_load_problems(i, t, self.cluster.namespace)
         problems += check_variants(self.variants)
         allocatable = {p.name: dict(p.allocatable) for p in self.pools}
         for i, c in enumerate(self.cohorts):
@@ -415,11 +417,49 @@ class ScenarioFile(Spec):
             problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)"))
         if self.distill_jobs and self.variants:
             problems.append((("distill_jobs",), "expected no variants with distill_jobs (one cluster, one set of jobs)"))
+        if self.distill_jobs:  # the run claims <cluster.namespace>-distill (hollowscale.run.distillsetup)
+            derived = f"{self.cluster.namespace}-distill"[:63]
+            try:
+                _NAMESPACE.validate_python(derived)
+            except ValidationError as exc:
+                why = "; ".join(e.message for e in field_errors(exc, TenantLoad))
+                problems.append((("cluster", "namespace"), f"the distill jobs' namespace <cluster.namespace>-distill "
+                                 f"does not work: {why}; give a shorter cluster.namespace"))
         for i, f in enumerate(self.faults):
             if f.on_distill_job and f.job not in names:
                 problems.append((("faults", i, "job"), f"expected one of distill_jobs ({', '.join(names) or 'none'}), "
                                  f"got {f.job!r}"))
         return problems
+
+
+def default_tenant_namespace(base: str, tenant: str) -> str:
+    """A tenant's namespace when the file gives none: ``<cluster.namespace>-<tenant>``, cut to 63 characters."""
+    return f"{base}-{tenant}"[:63]
+
+
+_NAMESPACE: TypeAdapter[str] = TypeAdapter(Namespace)
+
+
+def _tenant_load_problems(i: int, t: TenantSpec, base: str) -> list[tuple[tuple[str | int, ...], str]]:
+    """What the load generator would refuse of tenant ``i`` once its defaults are filled in.
+
+    Checked here, in the first pass, so that it is reported like every other problem (file, field,
+    expected, got) instead of escaping as a traceback when the resolved scenario is built.
+    """
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if t.namespace is None:
+        derived = default_tenant_namespace(base, t.name)
+        try:
+            _NAMESPACE.validate_python(derived)
+        except ValidationError as exc:
+            why = "; ".join(e.message for e in field_errors(exc, TenantLoad))
+            out.append((("tenants", i, "name"), f"its default namespace <cluster.namespace>-<name> does not work: "
+                        f"{why}; give the tenant a namespace"))
+    queue = TenantLoad.model_construct(name=t.name, namespace="", queue=None).queue_name
+    if len(queue) > 63:
+        out.append((("tenants", i, "name"), f"expected at most {63 - len(queue) + len(t.name)} characters (its queue "
+                    f"{queue!r} must fit 63), got {len(t.name)}"))
+    return out
 
 
 def _fit_problems(pools: tuple[PoolSpec, ...], workloads: tuple[WorkloadSpec, ...]) \
@@ -483,8 +523,8 @@ class Scenario:
         slos.update({s.name: s for s in f.slos})
         timeout = f.timeout_s if f.timeout_s is not None else (
             f.arrival.duration_s + f.measurements.settle_timeout_s + f.agents.ready_timeout_s + 120)
-        tenants = tuple(t if t.namespace else t.model_copy(update={"namespace": f"{f.cluster.namespace}-{t.name}"[:63]})
-                        for t in f.tenants)
+        tenants = tuple(t if t.namespace else t.model_copy(update={"namespace": default_tenant_namespace(
+            f.cluster.namespace, t.name)}) for t in f.tenants)
         scheduler = "volcano" if f.cluster.volcano and f.cluster.scheduler_name == "default-scheduler" \
             else f.cluster.scheduler_name
         load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=scheduler,

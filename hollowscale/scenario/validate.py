@@ -11,9 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from hollowscale.scenario.model import Scenario, ScenarioFile
-from kubecore.schema import FieldError, SpecError, show, validate
+from kubecore.schema import FieldError, SpecError, field_errors, show, validate
 from kubecore.yamlfile import load_yaml
+from loadgen.spec import LoadSpec
 
 #: every scenario problem is a SpecError (file, field path, what was given, what was expected)
 ScenarioError = SpecError
@@ -32,7 +35,13 @@ def parse_scenario(doc: Any, source: str, base_dir: str | Path | None = None) ->
                                                 f"got {show(doc)}")])
     folder = Path(base_dir) if base_dir is not None else Path(source).parent
     sf = validate(ScenarioFile, doc, source, context={"base_dir": folder})
-    return Scenario.from_file(sf, source)
+    try:
+        return Scenario.from_file(sf, source)
+    except ValidationError as exc:
+        # a check of the engines' specs that the first pass missed: the same one-line form, never a traceback
+        # (the first pass checks all that is known; the paths here are those of the resolved load spec)
+        raise SpecError(source, [FieldError(f"load.{e.path}" if e.path else "load", e.message)
+                                 for e in field_errors(exc, LoadSpec)]) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -125,6 +125,59 @@ def test_namespaces_the_run_does_not_own_are_refused(namespace: str) -> None:
         parse_scenario(doc, "s.yaml")
 
 
+def _fair_share(**tenant: object) -> dict[str, object]:
+    doc: dict[str, object] = yaml.safe_load((ROOT / "scenarios" / "fair-share.yaml").read_text())
+    tenants = doc["tenants"]
+    assert isinstance(tenants, list)
+    tenants[0] = {**tenants[0], **tenant}
+    return doc
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system"])
+def test_a_tenant_namespace_the_run_does_not_own_is_one_line_not_a_traceback(namespace: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_fair_share(namespace=namespace)))
+    with pytest.raises(ScenarioError) as info:  # a pydantic ValidationError escaped from the second pass before
+        load_scenario(path)
+    assert str(info.value) == (f"{path}: tenants[0].namespace: expected a namespace of the run's own, got "
+                               f"{namespace!r} (it holds the cluster's own objects: default, kube-node-lease, "
+                               "kube-public, kube-system are refused)")
+
+
+def test_a_tenant_whose_default_namespace_or_queue_would_not_work_is_one_line_each() -> None:
+    doc = _fair_share(name="system")
+    doc["cluster"] = {**doc["cluster"], "namespace": "kube"}  # type: ignore[dict-item]
+    with pytest.raises(ScenarioError, match=r"^s\.yaml: tenants\[0\]\.name: its default namespace <cluster\.namespace>"
+                                            r"-<name> does not work: expected a namespace of the run.s own, got "
+                                            r"'kube-system' .*; give the tenant a namespace$"):
+        parse_scenario(doc, "s.yaml")
+    with pytest.raises(ScenarioError, match=r"^s\.yaml: tenants\[0\]\.name: expected at most 57 characters \(its queue "
+                                            r"'a{60}-queue' must fit 63\), got 60$"):
+        parse_scenario(_fair_share(name="a" * 60, namespace="team-a"), "s.yaml")
+
+
+def test_a_distill_namespace_that_would_not_work_is_found_in_the_first_pass() -> None:
+    doc = yaml.safe_load((ROOT / "scenarios" / "distill-e2e.yaml").read_text())
+    doc["cluster"]["namespace"] = "a" * 62  # <namespace>-distill cut to 63 ends in '-'
+    with pytest.raises(ScenarioError, match=r"^s\.yaml: cluster\.namespace: the distill jobs' namespace "
+                                            r"<cluster\.namespace>-distill does not work: expected a lowercase DNS label"):
+        parse_scenario(doc, "s.yaml")
+
+
+def test_validate_prints_a_tenant_namespace_problem_as_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hollowscale.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_fair_share(namespace="kube-system")))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 1 and not isinstance(result.exception, ValueError), result.exception
+    assert result.output.splitlines() == [f"{path}: tenants[0].namespace: expected a namespace of the run's own, got "
+                                          "'kube-system' (it holds the cluster's own objects: default, "
+                                          "kube-node-lease, kube-public, kube-system are refused)"]
+
+
 def test_scenario_to_dict_and_load_spec() -> None:
     sc = load_scenario(ROOT / "scenarios" / "default.yaml")
     d = sc.to_dict()
