@@ -33,7 +33,8 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
     cleanly (the cluster the plan started is stopped) and a second `hollowscale plan` continues.
     Exit 0 when the report is written, 130 when interrupted, 1 on bad input (file, field, expected).
     """
-    from hollowscale.cluster.local import LocalCluster
+    from hollowscale.cluster.local import ClusterError, LocalCluster
+    from hollowscale.plan.grid import check_points
     from hollowscale.plan.planner import Planner
     from hollowscale.plan.points import PointInterrupted
     from hollowscale.plan.report import write_capacity_report
@@ -52,6 +53,10 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
     if sc.sweep is None:
         raise click.ClickException(f"{scenario}: no `sweep:` section (sizes, rate: {{lo, hi, resolution}}, warmup_s, "
                                    "measure_s): a plan needs one; see scenarios/plan-small.yaml")
+    try:
+        check_points(doc, scenario, sc.sweep, str(Path(scenario).parent))
+    except ScenarioError as exc:
+        raise click.ClickException(f"invalid scenario (a point of the plan):\n{exc}") from None
     folder = Path(out) if out else Path("reports") / "plan" / sc.name
     try:
         # what decides the points, not where the file was read from
@@ -103,6 +108,10 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
         click.echo(f"interrupted: {len(state.points)} point(s) kept in {state.path}; run the same command again to "
                    "continue", err=True)
         sys.exit(130)
+    except ClusterError as exc:  # a cluster folder that is not ours, a port in use, a missing binary
+        raise click.ClickException(f"{exc} ({len(state.points)} point(s) kept in {state.path})") from None
+    except ScenarioError as exc:  # check_points saw every point's shape: a safety net, one line per problem
+        raise click.ClickException(f"invalid scenario (a point of the plan):\n{exc}") from None
     finally:
         signal.signal(signal.SIGTERM, old)
     paths = write_capacity_report(folder, sc, planner, result)

@@ -100,3 +100,16 @@ def point_scenario(doc: dict[str, Any], source: str, sweep: SweepSpec, cell: Cel
     """The validated scenario of one point."""
     return parse_scenario(point_doc(doc, sweep, cell, rate, index, stamp), f"{source} (plan point {index}: "
                           f"{cell.key} @ {rate:g}/s)", base_dir)
+
+
+def check_points(doc: dict[str, Any], source: str, sweep: SweepSpec, base_dir: str) -> None:
+    """Validate every cell's point scenario before the plan starts, at both ends of the rate range and with
+    the longest index and stamp a point can get (its namespace is the longest then), so that a problem only a
+    point shows (a tenant's namespace cut too short) stops the plan at once, in one line, not hours in.
+
+    Raises:
+        ScenarioError: every problem of the first point that has any.
+    """
+    for cell in cells(doc, sweep):
+        for rate in (sweep.rate.lo, sweep.rate.hi):
+            point_scenario(doc, source, sweep, cell, rate, 999, base_dir, stamp="235959")

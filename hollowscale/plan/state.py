@@ -3,6 +3,10 @@
 ``plan.json`` in the plan folder holds the scenario's fingerprint and the points measured so far.
 A plan started again on the same folder skips the points it finds (an interrupted point is never
 recorded: it is measured again); a changed scenario is refused unless ``--fresh`` starts over.
+
+``plan.json`` is written when the plan starts, so it marks the folder as a plan's: a folder that holds
+anything but no ``plan.json`` of ours (a user's folder given as ``--out``) is refused, ``--fresh`` or not,
+and nothing in it is written or changed.
 """
 
 from __future__ import annotations
@@ -55,17 +59,41 @@ class PlanState:
         self.fingerprint = plan_fingerprint
         self.points: dict[str, dict[str, Any]] = {}
         self.resumed = 0
-        if self.path.exists() and not fresh:
-            try:
-                doc = json.loads(self.path.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
-                raise PlanStateError(f"{self.path}: unreadable plan state ({exc}); use --fresh to start over") from None
+        doc = self._read_ours()
+        if doc is not None and not fresh:
             if doc.get("fingerprint") != plan_fingerprint:
                 raise PlanStateError(f"{self.path} belongs to another plan (scenario or sweep changed: fingerprint "
                                      f"{doc.get('fingerprint')} != {plan_fingerprint}); use --fresh to start over "
                                      "or --out for another folder")
             self.points = dict(doc.get("points") or {})
             self.resumed = len(self.points)
+        self.save()  # the folder is a plan's from now on
+
+    def _read_ours(self) -> dict[str, Any] | None:
+        """The plan state in the folder, None for a new or empty folder.
+
+        Raises:
+            PlanStateError: the folder holds something and no plan state of ours (never written to).
+        """
+        if not self.folder.exists():
+            return None
+        if not self.folder.is_dir():
+            raise PlanStateError(f"{self.folder} is a file, not a plan folder; give --out a new or empty folder")
+        try:
+            doc = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            doc = None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise PlanStateError(f"{self.path} is not a plan state of hollowscale's ({exc}); it is left as it is: "
+                                 "give --out another folder") from None
+        if isinstance(doc, dict) and "fingerprint" in doc and isinstance(doc.get("points"), dict):
+            return doc
+        if doc is not None or any(self.folder.iterdir()):
+            entries = sorted(p.name for p in self.folder.iterdir())
+            raise PlanStateError(f"{self.folder} is not empty ({', '.join(entries[:3])}{' ...' if len(entries) > 3 else ''}"
+                                 f") and holds no plan state of hollowscale's ({STATE_FILE}): nothing in it is changed; "
+                                 "give --out a new or empty folder")
+        return None
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.points.get(key)

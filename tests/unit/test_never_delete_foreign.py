@@ -25,14 +25,23 @@ def _fake_go(outputs: list[str]) -> Callable[[list[str], Path, object, str], Non
     return run_go
 
 
+def _no_go(monkeypatch: pytest.MonkeyPatch, outputs: list[str]) -> None:
+    """The build without Go: ``go build`` writes ``outputs``, ``go version`` answers without a process."""
+    import subprocess
+
+    monkeypatch.setattr(binaries, "_run_go", _fake_go(outputs))
+    monkeypatch.setattr(binaries, "go_binary", lambda: "go")
+    monkeypatch.setattr(binaries.subprocess, "run",
+                        lambda *_a, **_k: subprocess.CompletedProcess([], 0, stdout="go version go1.26.0\n"))
+
+
 def test_a_rebuild_replaces_only_the_files_it_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     final = tmp_path / "bin" / "v1"
     final.mkdir(parents=True)
     (final / "kubelet").write_text("the kubelet, built on its own")
     (final / "notes.txt").write_text("a user's notes")
     (final / "kube-apiserver").write_text("old apiserver")
-    monkeypatch.setattr(binaries, "_run_go", _fake_go(["kube-apiserver"]))
-    monkeypatch.setattr(binaries, "go_binary", lambda: "true")
+    _no_go(monkeypatch, ["kube-apiserver"])
     binaries._build_into(final, "module x", ["k8s.io/kubernetes/cmd/kube-apiserver"], "", "building", None)
     assert (final / "kube-apiserver").read_text() == "built kube-apiserver"
     assert (final / "kubelet").read_text() == "the kubelet, built on its own"
@@ -48,8 +57,7 @@ def test_a_kubelet_build_leaves_a_same_named_staging_folder_alone(tmp_path: Path
     foreign = tmp_path / "bin" / ".v1-kubelet"  # the fixed staging name the build used to rmtree
     foreign.mkdir()
     (foreign / "keep.txt").write_text("not ours")
-    monkeypatch.setattr(binaries, "_run_go", _fake_go(["kubelet"]))
-    monkeypatch.setattr(binaries, "go_binary", lambda: "true")
+    _no_go(monkeypatch, ["kubelet"])
     binaries._build_file_into(final, "module x", "k8s.io/kubernetes/cmd/kubelet", "", "building", None)
     assert final.read_text() == "built kubelet"
     assert (final.parent / "kube-apiserver").read_text() == "apiserver"
@@ -288,3 +296,54 @@ def test_where_links_fail_latest_is_a_marked_copy_replaced_by_the_next(tmp_path:
     latest = tmp_path / "latest"
     assert (latest / summary.LATEST_COPY_MARKER).is_file() and (latest / "summary.json").is_file()
     assert "r2" in (latest / summary.LATEST_COPY_MARKER).read_text()
+
+
+# ------------------------------------------------------------------------------------------ plan folders
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _plan_file(tmp_path: Path, cluster_dir: Path) -> Path:
+    import yaml
+
+    doc = yaml.safe_load((REPO / "scenarios" / "plan-small.yaml").read_text())
+    doc["sweep"]["cluster_dir"] = str(cluster_dir)
+    for pool in doc["pools"]:  # relative file names of the shipped scenario, read from its folder
+        if isinstance(pool.get("stages"), str):
+            pool["stages"] = str(REPO / "scenarios" / pool["stages"])
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_a_plan_never_writes_into_a_folder_that_holds_someone_elses_files(tmp_path: Path) -> None:
+    from hollowscale.plan.state import PlanState, PlanStateError
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "analysis.ipynb").write_text("{}")
+    for fresh in (False, True):
+        with pytest.raises(PlanStateError, match=r"results is not empty \(analysis.ipynb\) and holds no plan state"):
+            PlanState(folder, "fp", fresh=fresh)
+    (folder / "plan.json").write_text("my own plan, not hollowscale's")
+    with pytest.raises(PlanStateError, match="is not a plan state of hollowscale's"):
+        PlanState(folder, "fp", fresh=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["analysis.ipynb", "plan.json"]
+    assert (folder / "plan.json").read_text() == "my own plan, not hollowscale's"
+    PlanState(tmp_path / "new", "fp")  # a new folder is marked at once: a second start resumes it
+    assert PlanState(tmp_path / "new", "fp").resumed == 0
+
+
+def test_a_plan_whose_cluster_dir_holds_someone_elses_files_stops_in_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hollowscale.plan.cli import plan_cmd
+
+    theirs = tmp_path / "proj-default"  # <sweep.cluster_dir>-<profile>
+    theirs.mkdir()
+    (theirs / "main.go").write_text("package main")
+    result = CliRunner().invoke(plan_cmd, [str(_plan_file(tmp_path, tmp_path / "proj")), "--out",
+                                           str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 1, result.output
+    assert f"{theirs} is not empty (main.go) and is not a hollowscale cluster folder" in result.output
+    assert isinstance(result.exception, SystemExit) and len(result.output.splitlines()) == 1  # no traceback
+    assert sorted(p.name for p in theirs.iterdir()) == ["main.go"]
