@@ -178,6 +178,22 @@ def scenario_copy(entry: NightlyEntry, folder: Path, cluster_dir: Path) -> Path:
     return path
 
 
+def foreign_baseline_folder(folder: Path) -> str | None:
+    """Why ``--update-baseline`` must not write into ``folder`` (None when it may): it must be new, empty or a
+    baseline already (its ``baseline.json`` and run copies are replaced); anything else is someone's.
+    Checked before anything runs, so a night of runs is not spent to find it out."""
+    if not folder.exists() or (bl.is_baseline(folder) and folder.is_dir()):
+        return None
+    if not folder.is_dir():
+        return f"the baseline {folder} is not a folder: --update-baseline writes a folder (give NIGHTLY_BASELINE one)"
+    entries = sorted(p.name for p in folder.iterdir())
+    if not entries:
+        return None
+    return (f"the baseline folder {folder} is not empty ({', '.join(entries[:3])}{' ...' if len(entries) > 3 else ''}) "
+            f"and holds no hollowscale baseline ({bl.FILE}): nothing in it is changed; give NIGHTLY_BASELINE a new "
+            "or empty folder")
+
+
 def night_folder(root: Path) -> Path:
     """``root/<UTC date>``, or ``<date>-2``, ``-3``... when a night already ran that day."""
     day = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -358,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
         return CANNOT_JUDGE
     root = Path(args.out)
     baseline_dir = Path(args.baseline) if args.baseline else root / "baseline"
+    if args.update_baseline and (problem := foreign_baseline_folder(baseline_dir)):
+        print(f"error: {problem}", file=sys.stderr)
+        return CANNOT_JUDGE
     if args.from_runs:
         night = Path(args.from_runs)
         if not night.is_dir():

@@ -347,3 +347,22 @@ def test_a_plan_whose_cluster_dir_holds_someone_elses_files_stops_in_one_line(tm
     assert f"{theirs} is not empty (main.go) and is not a hollowscale cluster folder" in result.output
     assert isinstance(result.exception, SystemExit) and len(result.output.splitlines()) == 1  # no traceback
     assert sorted(p.name for p in theirs.iterdir()) == ["main.go"]
+
+
+# ------------------------------------------------------------------------------------------ nightly
+def test_a_nightly_baseline_update_never_writes_into_someone_elses_folder(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from hollowscale.nightly import DEFAULT_SET, main
+
+    theirs = tmp_path / "baseline"
+    theirs.mkdir()
+    (theirs / "baseline.json").write_text('{"my": "own baseline format"}')
+    code = main(["--set", str(DEFAULT_SET), "--out", str(tmp_path / "r"), "--baseline", str(theirs),
+                 "--update-baseline"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the baseline folder {theirs} is not empty (baseline.json) and holds no "
+                          "hollowscale baseline") and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()  # nothing ran
+    assert [p.name for p in theirs.iterdir()] == ["baseline.json"]
+    assert (theirs / "baseline.json").read_text() == '{"my": "own baseline format"}'
