@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -99,6 +100,14 @@ def _from_record(recipe: Recipe, doc: dict[str, Any], cached: bool) -> BuiltImag
                       size=int(doc["size"]), cached=cached, labels=tuple(sorted(recipe.labels.items())))
 
 
+def older_archives(folder: Path, name: str, keep: Path) -> list[Path]:
+    """Archives of earlier builds of image ``name`` in ``folder``: exactly ``<name>-<16 hex>.tar`` (what a build
+    writes), never ``keep``, another image whose name starts the same (``distill-cpu-extra-...``) or a file
+    someone else put there."""
+    pattern = re.compile(rf"{re.escape(name)}-[0-9a-f]{{16}}\.tar")
+    return sorted(p for p in folder.glob("*.tar") if pattern.fullmatch(p.name) and p != keep and not p.is_symlink())
+
+
 def build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None = None) -> BuiltImage:
     """Build one image (or find it in the cache) and return where its archive is."""
     say = progress or (lambda _msg: None)
@@ -128,7 +137,7 @@ def build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None = None)
             except (OSError, LayoutError) as exc:
                 raise ImageError(f"{where}: {exc}") from exc
             finally:
-                shutil.rmtree(work, ignore_errors=True)
+                shutil.rmtree(work, ignore_errors=True)  # our own temp dir (mkdtemp above)
             _write_json_atomic(root / "layers" / f"{fingerprint}.json", {
                 "media_type": layer.descriptor.media_type, "digest": layer.descriptor.digest,
                 "size": layer.descriptor.size, "diff_id": layer.diff_id,
@@ -149,8 +158,7 @@ def build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None = None)
               "size": archive.stat().st_size, "layers": fingerprints,
               "seconds": round(time.monotonic() - started, 1)}
     _write_json_atomic(record_path, record)
-    for old in (root / "archives").glob(f"{recipe.name}-*.tar"):
-        if old != archive:
-            old.unlink(missing_ok=True)  # an older build of this image: its record now points nowhere
+    for old in older_archives(root / "archives", recipe.name, archive):
+        old.unlink(missing_ok=True)  # an older build of this image: its record now points nowhere
     say(f"{recipe.name}: built {recipe.image} ({record['size'] / 1e6:.1f} MB) in {record['seconds']}s")
     return _from_record(recipe, record, cached=False)

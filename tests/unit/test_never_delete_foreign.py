@@ -366,3 +366,16 @@ def test_a_nightly_baseline_update_never_writes_into_someone_elses_folder(tmp_pa
     assert not (tmp_path / "r").exists()  # nothing ran
     assert [p.name for p in theirs.iterdir()] == ["baseline.json"]
     assert (theirs / "baseline.json").read_text() == '{"my": "own baseline format"}'
+
+
+# ------------------------------------------------------------------------------------------ image cache
+def test_a_new_image_build_removes_only_its_own_older_archives(tmp_path: Path) -> None:
+    from hollowscale.images.build import older_archives
+
+    keep = tmp_path / "distill-cpu-0123456789abcdef.tar"
+    older = tmp_path / "distill-cpu-fedcba9876543210.tar"
+    others = [tmp_path / "distill-cpu-extra-0123456789abcdef.tar",  # another image whose name starts the same
+              tmp_path / "distill-cpu-my-backup.tar", tmp_path / "distill-gpu-fedcba9876543210.tar"]
+    for p in (keep, older, *others):
+        p.write_text("tar")
+    assert older_archives(tmp_path, "distill-cpu", keep) == [older]
