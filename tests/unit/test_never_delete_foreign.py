@@ -379,3 +379,14 @@ def test_a_new_image_build_removes_only_its_own_older_archives(tmp_path: Path) -
     for p in (keep, older, *others):
         p.write_text("tar")
     assert older_archives(tmp_path, "distill-cpu", keep) == [older]
+
+
+def test_only_log_links_into_the_real_nodes_folder_are_the_clusters(tmp_path: Path) -> None:
+    from hollowscale.cluster.realnode.teardown import is_ours
+
+    cluster = tmp_path / "c"
+    assert is_ours(str(cluster / "real" / "hs-real-0" / "pod-logs" / "x.log"), cluster)
+    assert not is_ours(str(cluster / "logs" / "etcd.log"), cluster)  # the cluster dir, but not where kubelets log
+    assert not is_ours(str(tmp_path / "c" / "realx" / "y.log"), cluster)
+    assert not is_ours("/var/log/pods/another-kubelet/z.log", cluster)
+    assert not is_ours(str(cluster / "real" / ".." / ".." / "elsewhere.log"), cluster)

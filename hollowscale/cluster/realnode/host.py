@@ -220,8 +220,9 @@ def claim(cluster_dir: Path, bridge: str) -> str:
         used = machine_networks() + [u["cidr"] for u in doc["users"].values()]
         cidr = pick_pod_cidr(used)
         doc["users"][key] = {"cidr": cidr, "bridge": bridge, "pid": os.getpid()}
-        if key not in doc["claimed_by"]:  # whose links in a created path are ours at release
-            doc["claimed_by"].append(key)
+        for user in doc["users"]:  # whose links in a created path are ours at release (a claim file of an
+            if user not in doc["claimed_by"]:  # older hollowscale's has users but no claimed_by)
+                doc["claimed_by"].append(user)
         return cidr
 
 
