@@ -23,12 +23,41 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rootcheck import pytest_collection_finish  # noqa: F401  (a session without root stops before tests needing it)
+import rootcheck
+import sessionguard
 
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
 
 ARTIFACTS = Path(__file__).parent / ".artifacts"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark this session's processes before any test starts one (see sessionguard)."""
+    sessionguard.mark_session()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test: stop a session that cannot keep its guards (one line each, nothing run)."""
+    for why_not in (rootcheck.refusal(session.items, os.geteuid()), sessionguard.unmarked_integration(session.items)):
+        if why_not:
+            raise pytest.UsageError(why_not)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test without the integration marker runs with process creation refused (see sessionguard)."""
+    if request.node.get_closest_marker("integration") is not None:
+        yield
+        return
+    with sessionguard.refuse_processes(request.node.nodeid):
+        yield
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if any process this session started is still running (ended first, then named)."""
+    sessionguard.fail_on_leftovers(session)
 
 
 @pytest.fixture(scope="session")

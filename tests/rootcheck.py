@@ -44,7 +44,7 @@ def refusal(items: list[pytest.Item], euid: int) -> str | None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """After collection and ``-m`` selection, before the first test: stop a session without root that
-    selected tests needing root (conftest.py imports this hook)."""
+    selected tests needing root (as a plugin, ``-p rootcheck``; conftest.py calls :func:`refusal` itself)."""
     why_not = refusal(session.items, os.geteuid())
     if why_not:
         raise pytest.UsageError(why_not)

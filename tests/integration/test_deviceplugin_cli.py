@@ -21,6 +21,8 @@ from hollowscale.deviceplugin._generated import deviceplugin_v1beta1_pb2_grpc as
 from hollowscale.deviceplugin._generated import pluginregistration_v1_pb2 as reg
 from hollowscale.deviceplugin._generated import pluginregistration_v1_pb2_grpc as reg_grpc
 
+pytestmark = pytest.mark.integration  # each test runs the device plugin CLI as a process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -22,7 +22,7 @@ from distill.procs import TeacherProcess
 from distill.reader import DistillReader, ReaderSettings
 
 TINY = NetConfig(channels=(4, 8), convs_per_stage=1, hidden=16)
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import pytest
 
 from distill.data import DEFAULT_DATASET_DIR
 
+pytestmark = pytest.mark.integration  # each test runs the student (and teachers) as processes
+
 
 def test_student_without_dataset_prints_one_line_with_the_install_command(tmp_path: Path) -> None:
     p = subprocess.run(

@@ -21,7 +21,7 @@ from distill.models import ConvNet, NetConfig, load_checkpoint, save_checkpoint
 from distill.procs import TeacherProcess
 
 TINY = NetConfig(channels=(4, 8), convs_per_stage=1, hidden=16)
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ import yaml
 from hollow.process import start_agent
 from kubecore.procs import free_ports
 
+pytestmark = pytest.mark.integration  # each test starts the agent as a process
+
 
 def _kubeconfig(tmp_path: Path) -> Path:
     port = free_ports(1)[0]  # nothing listens there: every API call fails and is retried

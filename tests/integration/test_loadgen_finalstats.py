@@ -10,7 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from freshpython import run_python
+
+pytestmark = pytest.mark.integration  # each test runs in a fresh interpreter (a process)
 
 READ_ROWS = """
 import csv, json

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.integration  # runs `hollowscale run` as a process
 
 ROOT = Path(__file__).resolve().parents[2]
 

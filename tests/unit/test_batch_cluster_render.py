@@ -57,6 +57,7 @@ def test_a_binary_gets_only_the_gates_it_knows(tmp_path: Path, monkeypatch: pyte
     assert features["runtime_config"] == "scheduling.k8s.io/v1alpha2=true" and features["kueue"] is None
 
 
+@pytest.mark.integration  # starts a process
 def test_known_feature_gates_parses_help(tmp_path: Path) -> None:
     fake = tmp_path / "kube-fake"
     fake.write_text("#!/bin/sh\necho '      GangScheduling=true|false (ALPHA - default=false)'\n"
@@ -114,6 +115,7 @@ def test_kueue_argv_runs_in_a_private_mount_namespace(tmp_path: Path) -> None:
         kueue.namespaced_argv(own, kueue.KueueLayout(tmp_path / "a,b" / "kueue"))
 
 
+@pytest.mark.integration  # starts a process
 def test_namespace_script_is_valid_sh() -> None:
     subprocess.run(["sh", "-n", "-c", kueue._NAMESPACE_SCRIPT], check=True)
 

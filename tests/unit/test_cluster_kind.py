@@ -71,6 +71,7 @@ def test_other_tool_names_are_looked_up_and_named(tmp_path: Path, monkeypatch: p
     assert "`hs-no-such-docker` not found on PATH" in str(e.value)
 
 
+@pytest.mark.integration  # starts a process
 def test_kind_absent_docker_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = _path_with(tmp_path, monkeypatch, docker=DAEMON_UP)
     with pytest.raises(KindError) as e:
@@ -81,6 +82,7 @@ def test_kind_absent_docker_running(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert (bin_dir / "docker.calls").read_text().split() == ["info", "--format", "{{.ServerVersion}}"]
 
 
+@pytest.mark.integration  # starts a process
 def test_docker_client_without_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A docker client whose daemon does not answer is refused with docker's own reason."""
     _path_with(tmp_path, monkeypatch, kind="exit 0", docker=NO_DAEMON)
@@ -93,6 +95,7 @@ def test_docker_client_without_daemon(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "`kind` not found" not in msg
 
 
+@pytest.mark.integration  # starts a process
 def test_kind_and_running_docker_present_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0", docker=DAEMON_UP)
     assert check_tools(KindSettings(kubeconfig=tmp_path / "kubeconfig")) == str(bin_dir / "kind")
@@ -106,6 +109,7 @@ def test_invalid_name_is_refused_before_anything_runs(tmp_path: Path, monkeypatc
     assert not list(bin_dir.glob("*.calls"))  # neither tool was run
 
 
+@pytest.mark.integration  # starts a process
 def test_only_a_created_cluster_is_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0")
     reused = KindCluster("users-own", tmp_path / "kubeconfig", created=False, kind=str(bin_dir / "kind"))

@@ -93,6 +93,7 @@ def test_free_ports_are_distinct() -> None:
     assert len(set(ports)) == 6
 
 
+@pytest.mark.integration  # starts a process
 def test_stop_by_pid_and_start_time(tmp_path: Path) -> None:
     proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log", cwd=tmp_path)
     record = process_record("sleeper", proc)
@@ -106,6 +107,7 @@ def test_stop_by_pid_and_start_time(tmp_path: Path) -> None:
     assert not record.alive() and proc.poll() is not None
 
 
+@pytest.mark.integration  # starts a process
 def test_stop_escalates_to_sigkill(tmp_path: Path) -> None:
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
     record = process_record("stubborn", spawn([sys.executable, "-c", code], tmp_path / "s.log", cwd=tmp_path))
@@ -125,6 +127,7 @@ def test_failure_reason_prefers_error_lines(tmp_path: Path) -> None:
     assert failure_reason(tmp_path / "none.log") == "no log written"
 
 
+@pytest.mark.integration  # starts a process
 def test_cli_help_explains_commands() -> None:
     out = subprocess.run([sys.executable, "-m", "hollowscale", "cluster", "up", "--help"], capture_output=True,
                          text=True, check=True).stdout

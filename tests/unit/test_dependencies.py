@@ -197,6 +197,7 @@ _PROBE = textwrap.dedent(
 )
 
 
+@pytest.mark.integration  # starts a process
 def test_every_command_help_runs_without_loading_torch() -> None:
     """`hollowscale --help` and every command's help, in a fresh interpreter: torch never loads."""
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -206,6 +207,7 @@ def test_every_command_help_runs_without_loading_torch() -> None:
     assert torch_loaded == "False", "the core command line imported torch"
 
 
+@pytest.mark.integration  # starts a process
 def test_distill_command_without_torch_says_what_to_install() -> None:
     """Torch made unimportable the way Python documents it (``sys.modules[name] = None``):
     `hollowscale distill bench` exits 2 with one line naming the extra."""

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from click.testing import CliRunner
 
@@ -150,6 +151,7 @@ def test_cli_rejects_bad_pools_before_touching_the_cluster(tmp_path: Path) -> No
     assert bad_shard.exit_code == 2 and "0 <= i < n" in bad_shard.output
 
 
+@pytest.mark.integration  # starts a process
 def test_python_m_hollow_implies_run(tmp_path: Path) -> None:
     import subprocess
     import sys

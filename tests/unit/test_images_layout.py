@@ -172,12 +172,14 @@ def test_pause_config_and_names(small_images: list[BuiltImage]) -> None:
     assert (config["os"], config["architecture"]) == ("linux", "amd64")
 
 
+@pytest.mark.integration  # starts a process
 def test_two_builds_from_scratch_give_the_same_digests(small_images: list[BuiltImage], tmp_path: Path) -> None:
     again = build_images(("pause", "busybox"), cache=tmp_path)
     assert [i.digest for i in again] == [i.digest for i in small_images]
     assert [i.archive.read_bytes() for i in again] == [i.archive.read_bytes() for i in small_images]
 
 
+@pytest.mark.integration  # starts a process
 def test_second_build_is_a_cache_hit_without_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = build_images(("pause", "busybox"), cache=tmp_path)
     assert not any(i.cached for i in first)
@@ -245,6 +247,7 @@ def test_cli_help_explains_the_images() -> None:
         assert word in result.output
 
 
+@pytest.mark.integration  # starts a process
 def test_cli_builds_and_prints_name_digest_archive(tmp_path: Path) -> None:
     result = CliRunner().invoke(images_group, ["build", "--only", "pause", "--cache", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -252,6 +255,7 @@ def test_cli_builds_and_prints_name_digest_archive(tmp_path: Path) -> None:
     assert name == PAUSE_IMAGE and digest.startswith("sha256:") and Path(archive).is_file()
 
 
+@pytest.mark.integration  # starts a process
 def test_pause_compile_error_is_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pause_mod, "PAUSE_C", "int main(void) { return undefined_thing; }\n")
     with pytest.raises(pause_mod.CompileError, match="gcc failed to build the pause program"):

@@ -75,6 +75,7 @@ def render_run(tmp_path: Path, s: RunManifestSettings) -> list[dict[str, Any]]:
     return kustomize(folder)
 
 
+@pytest.mark.integration  # starts a process
 def test_base_is_for_a_pod_network_and_needs_no_driver_api() -> None:
     docs = kustomize(BASE)
     assert {d["kind"] for d in docs} >= {"ServiceAccount", "Service", "StatefulSet", "Deployment", "ConfigMap"}
@@ -93,6 +94,7 @@ def test_base_is_for_a_pod_network_and_needs_no_driver_api() -> None:
         assert by_kind(docs, "Deployment")[name]["spec"]["template"]["spec"]["shareProcessNamespace"] is True
 
 
+@pytest.mark.integration  # starts a process
 def test_local_overlay_runs_on_real_nodes_host_network_loopback() -> None:
     docs = kustomize(LOCAL_OVERLAY)
     assert len(workloads(docs)) == 4
@@ -110,6 +112,7 @@ def test_local_overlay_runs_on_real_nodes_host_network_loopback() -> None:
     assert env_of(deps["prometheus"])["PROMETHEUS_LISTEN"].startswith("127.0.0.1:")
 
 
+@pytest.mark.integration  # starts a process
 def test_run_kustomization_sets_namespace_label_replicas_ports_images(tmp_path: Path) -> None:
     s = settings()
     docs = render_run(tmp_path, s)
@@ -154,6 +157,7 @@ def test_run_kustomization_sets_namespace_label_replicas_ports_images(tmp_path: 
     assert all(set(d["data"].values()) == {"(left out)"} for d in kept if d["kind"] == "Secret")
 
 
+@pytest.mark.integration  # starts a process
 def test_run_kustomization_over_the_base_without_host_ports(tmp_path: Path) -> None:
     docs = render_run(tmp_path, settings(ports=None))
     assert all("hostNetwork" not in w["spec"]["template"]["spec"] for w in workloads(docs))
@@ -162,6 +166,7 @@ def test_run_kustomization_over_the_base_without_host_ports(tmp_path: Path) -> N
     assert agents["static_configs"][0]["targets"] == [f"hollow-agent-{i}.hollow-agent:8080" for i in range(3)]
 
 
+@pytest.mark.integration  # starts a process
 @pytest.mark.parametrize(("index", "step", "expected"), [(0, "1", "0/3 --metrics-port 20000"),
                                                          (2, "1", "2/3 --metrics-port 20002"),
                                                          (2, "0", "2/3 --metrics-port 20000")])
@@ -177,6 +182,7 @@ def test_agent_command_takes_its_shard_and_port_from_the_ordinal(index: int, ste
     assert out == f"python -m hollow run --shard {expected} --extra flag"
 
 
+@pytest.mark.integration  # starts a process
 def test_target_rbac_is_renamed_per_run_and_least_privilege(tmp_path: Path) -> None:
     s = settings()
     docs = place_target_objects(kustomize(write_target_kustomization(tmp_path / "target", s)), s)

@@ -105,6 +105,7 @@ def _exec_plugin(tmp_path: Path, body: str) -> Path:
     return script
 
 
+@pytest.mark.integration  # starts a process
 def test_kubeconfig_exec_plugin_token_is_refreshed_when_it_expires(tmp_path: Path) -> None:
     counter = tmp_path / "calls"
     plugin = _exec_plugin(tmp_path, f"""
@@ -312,6 +313,7 @@ def _live_members(pgid: int) -> list[int]:
     return members
 
 
+@pytest.mark.integration  # starts a process
 def test_child_announces_its_port_and_its_group_is_stopped(tmp_path: Path) -> None:
     import re
 
@@ -332,6 +334,7 @@ def test_go_durations_add_up_in_whole_nanoseconds() -> None:
     assert parse_go_duration("0.000000001s") == 1e-9
 
 
+@pytest.mark.integration  # starts a process
 def test_a_silent_child_does_not_hang_the_reader(tmp_path: Path) -> None:
     import re
 

@@ -162,6 +162,7 @@ def test_shape_follows_the_curve_and_stops() -> None:
     assert shape_tick(big, 1) == (400, 400.0)
 
 
+@pytest.mark.integration  # starts a process
 def test_request_headers_carry_the_current_token() -> None:
     code = """
 import itertools
@@ -181,6 +182,7 @@ print("ok")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
+@pytest.mark.integration  # starts a process
 def test_bad_spec_stops_locust_with_the_message(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nworkloads: [{name: w, kind: CronJob, roles: [{name: r}]}]\n"
@@ -196,6 +198,7 @@ def test_bad_spec_stops_locust_with_the_message(tmp_path: Path) -> None:
     assert f"loadgen: {bad}: workloads[0].kind: expected one of Job, Pod, Deployment, got 'CronJob'" in r.stderr, r.stderr
 
 
+@pytest.mark.integration  # starts a process
 def test_loadgen_imports_only_kubecore() -> None:
     """Layering: loadgen imports kubecore and nothing else of ours (never hollowscale, hollow or distill)."""
     code = ("import sys; import loadgen.locustfile, loadgen.spec, loadgen.shapes, loadgen.workloads, loadgen.latency;"

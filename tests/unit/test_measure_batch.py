@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from hollowscale.measure.batch import BATCH_SOURCES, batch_measurements
@@ -512,6 +513,7 @@ def test_batch_crosscheck_verdicts() -> None:
     assert batch_crosscheck({}, None, None, 5.0) == {"checks": {}, "agree": None}
 
 
+@pytest.mark.integration  # starts a process
 def test_promql_parses(tmp_path: Path) -> None:
     """Every query the batch functions send is valid PromQL (promtool comes with Debian's prometheus,
     which `make setup` installs)."""

@@ -142,6 +142,7 @@ def test_latest_points_to_newest(tmp_path: Path) -> None:
     assert latest is not None and latest.is_symlink() and (latest / "summary.json").read_text() == "r2"
 
 
+@pytest.mark.integration  # starts a process
 def test_html_report_in_headless_chromium(tmp_path: Path) -> None:
     summary, series = _summary(build_timeline(), list(DEFAULT_SLOS))
     prom = {"query_api_p99": "q", "api_p99_ms": {"POST": [[0.0, 10.0], [1.0, 12.0]], "GET": [[0.0, 2.0], [1.0, 3.0]]},
@@ -157,6 +158,7 @@ def test_html_report_in_headless_chromium(tmp_path: Path) -> None:
     assert check.screenshot is not None and check.screenshot.stat().st_size > 20_000
 
 
+@pytest.mark.integration  # starts a process
 def test_browser_check_sees_console_errors(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
     page.write_text("<html><body><figure class='plot'><svg></svg></figure>"

@@ -76,6 +76,7 @@ def _fake_go(folder: Path, version: str) -> Path:
     return go
 
 
+@pytest.mark.integration  # starts a process
 def test_go_older_than_1_26_is_refused_with_what_was_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = _fake_go(tmp_path / "path", "1.22.1")
     monkeypatch.setenv("PATH", str(old.parent))
@@ -95,6 +96,7 @@ def test_no_go_at_all_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.M
         bins_mod.go_binary()
 
 
+@pytest.mark.integration  # starts a process
 def test_a_new_go_behind_an_old_one_on_path_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The distro's old golang first on PATH, go.dev's install in its default dir: the new one builds."""
     monkeypatch.setenv("PATH", str(_fake_go(tmp_path / "path", "1.19.8").parent))
@@ -103,6 +105,7 @@ def test_a_new_go_behind_an_old_one_on_path_is_used(tmp_path: Path, monkeypatch:
     assert bins_mod.go_binary() == str(new)
 
 
+@pytest.mark.integration  # starts a process
 def test_each_binary_reports_its_start_and_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One ``go build`` per package, a milestone before and after each; outputs and layout as before."""
     go = _fake_go(tmp_path / "go", "1.26.2")

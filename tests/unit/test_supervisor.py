@@ -70,6 +70,7 @@ def _alive(pid: int) -> bool:
     return _state(pid) != "Z"
 
 
+@pytest.mark.integration  # starts a process
 def test_exit_is_restarted_with_backoff_and_counted(tmp_path: Path) -> None:
     marker = tmp_path / "runs"
     # exits with 3 on its first two runs, then stays up
@@ -94,6 +95,7 @@ def test_exit_is_restarted_with_backoff_and_counted(tmp_path: Path) -> None:
     assert not _alive(component_states(tmp_path)["flaky"].pid)
 
 
+@pytest.mark.integration  # starts a process
 def test_requests_stall_kill_restart(tmp_path: Path) -> None:
     run = Running(tmp_path, BackoffPolicy(initial_s=0.5, cap_s=1.0))
     try:
@@ -129,6 +131,7 @@ def test_requests_stall_kill_restart(tmp_path: Path) -> None:
     assert component_states(tmp_path)["sleeper"].state == "stopped"
 
 
+@pytest.mark.integration  # starts a process
 def test_stop_during_backoff_and_while_stalled_leaves_nothing(tmp_path: Path) -> None:
     run = Running(tmp_path, BackoffPolicy(initial_s=30.0, cap_s=60.0))
     add_component(tmp_path, ComponentSpec("dies", [sys.executable, "-c", "import sys; sys.exit(1)"], str(tmp_path / "d.log")))

@@ -44,6 +44,7 @@ def lint(exe: Path, workflow: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.integration  # starts a process
 def test_nightly_workflow_passes_actionlint(actionlint: Path) -> None:
     r = lint(actionlint, WORKFLOW)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -67,6 +68,7 @@ def _broken(tmp_path: Path, name: str, old: str, new: str) -> Path:
     return path
 
 
+@pytest.mark.integration  # starts a process
 def test_unknown_key_fails_actionlint(actionlint: Path, tmp_path: Path) -> None:
     bad = _broken(tmp_path, "unknown-key.yml", "    runs-on: ubuntu-24.04\n",
                   "    runs-on: ubuntu-24.04\n    run-on-failure: retry\n")
@@ -75,6 +77,7 @@ def test_unknown_key_fails_actionlint(actionlint: Path, tmp_path: Path) -> None:
     assert "run-on-failure" in r.stdout, r.stdout
 
 
+@pytest.mark.integration  # starts a process
 def test_unknown_step_id_fails_actionlint(actionlint: Path, tmp_path: Path) -> None:
     bad = _broken(tmp_path, "bad-expression.yml", "steps.baseline.outputs.found", "steps.baselin.outputs.found")
     r = lint(actionlint, bad)
