@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+         "--disable-component-update", "--disable-sync", "--disable-breakpad", "--disable-crash-reporter",
+         "--no-first-run", "--disable-dev-shm-usage",
          "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*"]
 
 
@@ -47,15 +48,24 @@ def chromium_binary() -> str | None:
 
 
 def check_page(html_path: Path, screenshot: Path, timeout_s: float = 60.0) -> PageCheck:
-    import websocket
-
     binary = chromium_binary()
     if binary is None:
         raise RuntimeError("chromium not found: apt-get install -y chromium")
-    profile = tempfile.mkdtemp(prefix="hollowscale-chromium-")
+    # the throw-away profile goes whatever happens, a Chromium that never started included
+    with tempfile.TemporaryDirectory(prefix="hollowscale-chromium-", ignore_cleanup_errors=True) as profile:
+        return _check_with_profile(binary, profile, html_path, screenshot, timeout_s)
+
+
+def _check_with_profile(binary: str, profile: str, html_path: Path, screenshot: Path, timeout_s: float) -> PageCheck:
+    import websocket
+
     log = open(Path(profile) / "chromium.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        log.close()
+        raise
     try:
         port_file = Path(profile) / "DevToolsActivePort"
         deadline = time.monotonic() + timeout_s
@@ -109,7 +119,6 @@ def check_page(html_path: Path, screenshot: Path, timeout_s: float = 60.0) -> Pa
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
-        shutil.rmtree(profile, ignore_errors=True)
     result = PageCheck(plots=int(plots), svg_elements=int(svgs), screenshot=screenshot, title=str(title))
     for e in events:
         method, p = e.get("method"), e.get("params") or {}
