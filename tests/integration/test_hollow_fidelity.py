@@ -274,8 +274,9 @@ def test_ready_waits_for_the_probes_initial_delay_on_both_nodes(recorded: dict[s
         ready = next(s for s in statuses if any(c["type"] == "Ready" and c["status"] == "True"
                                                 for c in s.get("conditions") or ()))
         at = next(parse_rfc3339(c["lastTransitionTime"]) for c in ready["conditions"] if c["type"] == "Ready")
-        # second-resolution timestamps: the 4 s tick lands 3 to 6 s after the truncated start
-        assert 3 <= at - started <= 6, f"{side}: Ready {at - started:.0f} s after the start"
+        # never before the 4 s initial delay (second-resolution timestamps: 3 s after the truncated start at the
+        # earliest); bounded from below only: how late a loaded machine's probe tick lands proves nothing
+        assert at - started >= 3, f"{side}: Ready {at - started:.0f} s after the start"
 
 
 def test_observed_generation_is_reported_on_both_nodes(recorded: dict[str, Any]) -> None:

@@ -139,8 +139,9 @@ def test_first_member_holds_its_node_until_the_second_runs(one_agent: Env) -> No
     a, b = env.pod(first.metadata.name), env.pod(second)
     barrier = ts(b.status.start_time)
     assert barrier - started >= RUN_S + 2  # the second member started long after the first one's run would have ended
-    for pod in (a, b):  # both ran RUN_S after the barrier (timestamps are whole seconds)
-        assert RUN_S - 1 <= finished(pod) - barrier <= RUN_S + 2, (pod.metadata.name, finished(pod) - barrier)
+    for pod in (a, b):  # both ran their whole RUN_S after the barrier, none before it (whole-second timestamps;
+        # bounded from below only: how late a loaded machine ends them says nothing about the barrier)
+        assert finished(pod) - barrier >= RUN_S - 1, (pod.metadata.name, finished(pod) - barrier)
     assert finished(a) - started >= 2 * RUN_S
 
 
@@ -169,8 +170,8 @@ def test_members_on_two_shards_see_each_other(two_shards: Env) -> None:
     pods = {p.metadata.labels["job-name"]: p for p in wait_until("both Jobs' pods Succeeded", done, 40)}
     assert sorted(p.spec.node_name for p in pods.values()) == nodes  # one member on each shard's node
     barrier = ts(pods["teacher"].status.start_time)
-    for pod in pods.values():
-        assert RUN_S - 1 <= finished(pod) - barrier <= RUN_S + 2, (pod.metadata.name, finished(pod) - barrier)
+    for pod in pods.values():  # both ran their whole RUN_S after the barrier (from below only, as above)
+        assert finished(pod) - barrier >= RUN_S - 1, (pod.metadata.name, finished(pod) - barrier)
     metrics = [a.metrics() for a in env.agents]
     assert [m.get('hollow_pod_transitions_total{phase="Succeeded"}', 0.0) for m in metrics] == [1.0, 1.0]
     # each agent saw both members on its gang watch (ADDED from the list or the watch, then updates)

