@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from browser import check_page
+from clirun import run_cli
 
 from hollowscale.cluster.local import LocalCluster
 
@@ -73,7 +74,7 @@ def test_plan_interrupted_then_resumed_writes_the_capacity_report(tmp_path: Path
     assert "ETA" in log or "point 2/" in log
 
     t0 = time.monotonic()
-    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    second = run_cli(cmd, 300, cwd=ROOT)
     assert second.returncode == 0, (second.stdout[-3000:], second.stderr[-3000:])
     assert "resuming" in second.stderr and "measured before" in second.stderr
     assert LocalCluster(cluster_dir).info() is None

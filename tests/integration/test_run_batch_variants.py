@@ -6,12 +6,12 @@ half-way, and its Kueue and scheduler metrics agree with the watch timeline."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from clirun import run_cli
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +39,7 @@ def test_default_vs_gang_queues(tmp_path: Path) -> None:
     scen = tmp_path / "batch-e2e.yaml"
     scen.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "reports"
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 780, cwd=ROOT)
     parent = (out / "latest").resolve()
     comparison = json.loads((parent / "comparison.json").read_text())
     assert [v["name"] for v in comparison["variants"]] == ["default", "gang-queues"], r.stdout[-2000:]

@@ -5,12 +5,12 @@ per fault, and the apiserver's audit log agrees with the timeline (nothing lost,
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from clirun import run_cli
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +34,7 @@ def test_chaos_short_recovers_and_loses_nothing(tmp_path: Path) -> None:
     scen = tmp_path / "chaos-short.yaml"
     scen.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "reports"
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 780, cwd=ROOT)
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"], (summary.get("incomplete_reason"), r.stdout[-3000:], r.stderr[-3000:])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from browser import check_page
+from clirun import run_cli
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +48,8 @@ def test_distill_e2e_short(tmp_path: Path) -> None:
     # a short cluster dir: the real nodes' containerd sockets live under it (unix socket paths are short)
     cluster_dir = Path(tempfile.mkdtemp(prefix="hs-e2e-", dir="/tmp")) / "c"
     try:
-        r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(short_scenario(tmp_path, cluster_dir)),
-                            "--out", str(out), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+        r = run_cli([sys.executable, "-m", "hollowscale.run", str(short_scenario(tmp_path, cluster_dir)),
+                     "--out", str(out), "--quiet"], 780, cwd=ROOT)
     finally:
         leftover = cluster_dir.exists()
         shutil.rmtree(cluster_dir.parent, ignore_errors=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from clirun import run_cli
 
 from hollowscale.cluster.local import ClusterInfo
 
@@ -55,8 +56,8 @@ def tiny_scenario(tmp_path: Path, name: str, namespace: str, kubeconfig: str | N
 
 
 def run(scenario: Path, out: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=400, env={**os.environ, **(env or {})})
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"], 400,
+                cwd=ROOT, env={**os.environ, **(env or {})})
     summary = json.loads(((out / "latest").resolve() / "summary.json").read_text())
     return r.returncode, summary, r.stdout[-3000:] + r.stderr[-3000:]
 

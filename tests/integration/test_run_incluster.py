@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
+from clirun import interrupt, run_cli
 
 from hollowscale.cluster.local import ClusterInfo
 from hollowscale.cluster.realnode.images import ctr_binary
@@ -76,8 +77,8 @@ def test_incluster_run_registers_the_nodes_reports_and_leaves_nothing(
         real_cluster: ClusterInfo, kubectl: list[str], scenario: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     started = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=840)
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"], 780,
+                cwd=ROOT)
     took = time.monotonic() - started
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -159,16 +160,20 @@ def test_interrupted_incluster_run_leaves_nothing(real_cluster: ClusterInfo, kub
     small.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(small), "--out", str(out), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:  # interrupt once its agent pods exist
-        pods = kubectl_json(kubectl, "get", "pods", "-A", "-l", "app.kubernetes.io/name=hollow-agent")["items"]
-        if len(pods) == 3:
-            break
-        time.sleep(1)
-    assert proc.poll() is None, proc.communicate()[0][-3000:]
-    proc.send_signal(signal.SIGINT)
-    log = proc.communicate(timeout=300)[0]
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:  # interrupt once its agent pods exist
+            pods = kubectl_json(kubectl, "get", "pods", "-A", "-l", "app.kubernetes.io/name=hollow-agent")["items"]
+            if len(pods) == 3:
+                break
+            time.sleep(1)
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        proc.send_signal(signal.SIGINT)
+        log = proc.communicate(timeout=300)[0]
+    finally:
+        interrupt(proc)  # a test that failed or timed out above still tears the run down
     assert proc.returncode == 130, log[-3000:]
     summary = json.loads(((out / "latest").resolve() / "summary.json").read_text())
     assert summary["complete"] is False and summary["incomplete_reason"] == "interrupted by SIGINT"

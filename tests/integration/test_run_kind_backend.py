@@ -4,12 +4,12 @@ the cluster phase with kind's own missing-tool message, writes an incomplete rep
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from clirun import run_cli
 
 pytestmark = pytest.mark.integration  # runs `hollowscale run` as a process
 
@@ -21,8 +21,8 @@ def test_kind_backend_without_kind_is_a_clear_incomplete_run(tmp_path: Path) -> 
     doc["cluster"] = {"backend": "kind", "namespace": "kind-check"}  # no kubeconfig: kind writes its own
     scen = tmp_path / "kind.yaml"
     scen.write_text(yaml.safe_dump(doc))
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(tmp_path / "out"), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(tmp_path / "out"), "--quiet"], 120,
+                cwd=ROOT)
     assert r.returncode == 2, (r.stdout[-2000:], r.stderr[-2000:])
     summary = json.loads(((tmp_path / "out" / "latest").resolve() / "summary.json").read_text())
     assert summary["complete"] is False

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from browser import check_page
+from clirun import interrupt, run_cli
 from waiting import alive
 
 from hollowscale.cluster.local import LocalCluster
@@ -42,8 +43,7 @@ def test_smoke_end_to_end(tmp_path: Path) -> None:
     scen = scenario_on(own, tmp_path, "smoke-e2e")
     out = tmp_path / "reports"
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=400)
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 400, cwd=ROOT)
     run_dir = (out / "latest").resolve()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"], (summary.get("incomplete_reason"), r.stdout[-3000:], r.stderr[-3000:])
@@ -88,19 +88,23 @@ def test_interrupt_writes_partial_report(cluster, tmp_path: Path) -> None:  # ty
                        arrival={"curve": "constant", "rate": 1.0, "duration_s": "60s", "per_user_rate": 0.5})
     out = tmp_path / "reports"
     proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 180
-    reg_path = None
-    while time.monotonic() < deadline:  # wait until Locust is submitting
-        regs = list(out.glob("*/pids.json"))
-        if regs and any(c["name"] == "locust" for c in json.loads(regs[0].read_text())["children"]):
-            reg_path = regs[0]
-            break
-        time.sleep(0.5)
-    assert reg_path is not None, "the run never reached the load phase"
-    time.sleep(8)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=240)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        reg_path = None
+        while time.monotonic() < deadline:  # wait until Locust is submitting
+            regs = list(out.glob("*/pids.json"))
+            if regs and any(c["name"] == "locust" for c in json.loads(regs[0].read_text())["children"]):
+                reg_path = regs[0]
+                break
+            time.sleep(0.5)
+        assert reg_path is not None, "the run never reached the load phase"
+        time.sleep(8)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=240)
+    finally:
+        interrupt(proc)  # a test that failed or timed out above still tears the run down
     assert proc.returncode == 130, output[-3000:]
     summary = json.loads((reg_path.parent / "summary.json").read_text())
     assert summary["complete"] is False and "SIGINT" in summary["incomplete_reason"]

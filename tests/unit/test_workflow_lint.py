@@ -33,7 +33,7 @@ def actionlint() -> Path:
         env = dict(os.environ, GOBIN=str(dest), GOFLAGS="-mod=mod", CGO_ENABLED="0")
         env.setdefault("GOTOOLCHAIN", "auto")
         r = subprocess.run([go_binary(), "install", f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}"],
-                           env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=900)
+                           env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=600)
         assert r.returncode == 0 and exe.is_file(), f"go install actionlint failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return exe
 
