@@ -2,7 +2,7 @@
 
 Each test puts a foreign thing where the harness removes or replaces its own, runs the code, and checks
 the foreign thing is still there, unchanged (issue 22, section 3).  The API objects' side of the rule is
-in ``tests/integration/test_never_delete_foreign.py`` (against the real local control plane).
+in ``tests/integration/test_never_delete_foreign_cluster.py`` (against the real local control plane).
 """
 
 from __future__ import annotations
