@@ -49,13 +49,13 @@ from typing import Any
 
 import yaml
 
+from hollowscale.paths import REPO_ROOT
 from hollowscale.report import baseline as bl
 from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
 from hollowscale.report.perfdata import write_perfdata
 from hollowscale.report.summary import load_summary, update_latest, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SET = ROOT / "scenarios" / "nightly" / "set.yaml"
+DEFAULT_SET = REPO_ROOT / "scenarios" / "nightly" / "set.yaml"
 DEFAULT_MAX_REGRESSION_PCT = 10.0
 MAX_REPEATS = 20
 
@@ -213,7 +213,7 @@ def run_one(scenario: Path, out: Path, log: Path, timeout_s: float) -> tuple[int
     before = {p.name for p in out.iterdir()} if out.is_dir() else set()
     with log.open("w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
-                                cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+                                cwd=REPO_ROOT, stdout=fh, stderr=subprocess.STDOUT)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hollowscale.paths import cache_root
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KUEUE_VERSION, STAGING_VERSION
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -57,15 +58,6 @@ class Milestone(str):
 
 class BuildError(RuntimeError):
     """A Go build failed; the message has the compiler's last lines and the command to retry."""
-
-
-def cache_root() -> Path:
-    """Root of hollowscale's caches (``$HOLLOWSCALE_CACHE`` or ``~/.cache/hollowscale``)."""
-    env = os.environ.get("HOLLOWSCALE_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "hollowscale"
 
 
 @dataclass(frozen=True)

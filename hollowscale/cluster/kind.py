@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hollowscale.images import BuiltImage
+from hollowscale.paths import REPO_ROOT
 
 #: ``kind-config.yaml`` at the repository root.
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
+DEFAULT_CONFIG = REPO_ROOT / "kind-config.yaml"
 #: kind's own rule for cluster names (sigs.k8s.io/kind pkg/internal/apis/config/validate.go).
 VALID_NAME = re.compile(r"^[a-z0-9.-]+$")
 KIND_INSTALL_HINT = "install kind v0.33.0: go install sigs.k8s.io/kind@v0.33.0 (https://kind.sigs.k8s.io)"

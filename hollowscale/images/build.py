@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hollowscale.cluster.binaries import cache_root
 from hollowscale.images.layout import Descriptor, Layer, LayoutError, image_docs, write_archive, write_layer
 from hollowscale.images.recipe import FORMAT_VERSION, Recipe
+from hollowscale.paths import cache_root
 
 ProgressFn = Callable[[str], None]
 

@@ -42,6 +42,7 @@ from hollowscale.images.pyenv import (
 )
 from hollowscale.images.recipe import LayerRecipe, Recipe, files_layer
 from hollowscale.images.small import PATH_ENV, REGISTRY, busybox_recipe
+from hollowscale.paths import REPO_ROOT
 
 DISTILL_VERSION = "0.1.0"
 DISTILL_IMAGE = f"{REGISTRY}/distill:{DISTILL_VERSION}"
@@ -60,13 +61,6 @@ PYC_REWRITE_VERSION = "unchecked-hash-1"
 def has_nvidia_gpu() -> bool:
     """Whether this machine has an NVIDIA GPU (a driver's device node or proc entry)."""
     return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
-
-
-def project_root() -> Path:
-    """The checkout holding the project's packages (``distill`` next to ``hollowscale``)."""
-    import hollowscale
-
-    return Path(hollowscale.__file__).resolve().parent.parent
 
 
 def _site() -> Path:
@@ -148,7 +142,7 @@ class DistillPlan:
 
     def __init__(self, gpu: bool, ldd_cache: Path | None = None) -> None:
         self.gpu = gpu
-        self.root = project_root()
+        self.root = REPO_ROOT  # the checkout holding the project's packages (distill beside hollowscale)
         self.site = _site()
         self.prefix = _base_prefix()
         self.ldd = LddCache(ldd_cache)

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hollowscale.cluster.binaries import binaries, cache_root, go_binary
+from hollowscale.cluster.binaries import binaries, go_binary
 from hollowscale.cluster.profiles import get_profile
 from hollowscale.cluster.realnode.layout import NODE_KIND_LABEL, NODE_KIND_VALUE, TAINT_EFFECT, TAINT_KEY, TAINT_VALUE
+from hollowscale.paths import cache_root
 
 pytestmark = pytest.mark.integration
 

@@ -16,15 +16,15 @@ from hollowscale.images.distill_image import (
     IMAGE_SITE,
     DistillPlan,
     distill_recipe,
-    project_root,
     rewrite_pycs,
     unchecked_pyc,
     with_pycs,
 )
 from hollowscale.images.layout import file_entry
 from hollowscale.images.pyenv import distributions_for, project_closure
+from hollowscale.paths import REPO_ROOT
 
-ROOT = project_root()
+ROOT = REPO_ROOT
 
 
 def _compile(source: Path) -> Path:

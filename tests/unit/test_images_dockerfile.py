@@ -17,10 +17,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from hollowscale.images.distill_image import distill_recipe, project_root
+from hollowscale.images.distill_image import distill_recipe
 from hollowscale.images.pyenv import project_closure
+from hollowscale.paths import REPO_ROOT
 
-ROOT = project_root()
+ROOT = REPO_ROOT
 INSTRUCTIONS = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
                 "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hollowscale.cluster.binaries import cache_root, go_binary
+from hollowscale.cluster.binaries import go_binary
+from hollowscale.paths import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
