@@ -55,16 +55,13 @@ from pydantic import (
 )
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
-from hollow.stages import StagesFile, StageTable, stages_to_doc
-from kubecore.distributions import FIXED_ZERO, FOREVER_DIST
+from hollow.stages import LifecycleSpec, StagesFile, StageTable, stages_to_doc
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
     LABEL_NAME,
     RESOURCE_NAME,
     Annotations,
-    Dist,
     DnsLabel,
-    FiniteDist,
     Labels,
     LabelValue,
     QualifiedName,
@@ -173,9 +170,6 @@ def _allocatable(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
 NonEmptyLabelValue = Annotated[str, leaf(_nonempty_label_value)]
 PoolName = Annotated[str, validator_of(DnsLabel), AfterValidator(_pool_name)]
 Count = Annotated[int, validator_of(number(0, MAX_NODES, integer=True))]
-ExitCode = Annotated[int, validator_of(number(0, 255, integer=True))]
-FailureExitCode = Annotated[int, validator_of(number(1, 255, integer=True))]
-Fraction01 = Annotated[float, validator_of(number(0, 1))]
 MaskSize = Annotated[int, validator_of(number(8, 30, integer=True))]
 Racks = Annotated[int, validator_of(number(0, 100_000, integer=True))]
 Effect = Annotated[str, validator_of(one_of(*EFFECTS))]
@@ -212,29 +206,6 @@ class Topology(Spec):
             raise_problems("Topology", [(("zones",), "expected at least one zone when racks_per_zone is set, "
                                                      "got none")])
         return self
-
-
-class LifecycleSpec(Spec):
-    """Pod lifecycle defaults for one pool (pod annotations override them).
-
-    Attributes:
-        startup_delay: time from binding to Running (a finite distribution; default 0).
-        run_duration: time from container start to exit (a distribution; ``forever``, the default, = never).
-        exit_code: container exit code at the end of the run (0 = Succeeded).
-        failure_fraction: share (0..1) of pods that exit with ``failure_exit_code`` instead.
-        failure_exit_code: exit code used for that share (non-zero).
-        gang_barrier: True: a gang member's run duration counts from the moment its gang has
-            ``hollowscale.io/gang-min`` members running (see :mod:`hollow.gangs`), not from its own
-            start; False: from its own start (the behaviour before gangs); None (default): the agent's
-            setting (:attr:`hollow.settings.AgentSettings.gang_barrier`).
-    """
-
-    startup_delay: FiniteDist = FIXED_ZERO
-    run_duration: Dist = FOREVER_DIST
-    exit_code: ExitCode = 0
-    failure_fraction: Fraction01 = 0.0
-    failure_exit_code: FailureExitCode = 1
-    gang_barrier: bool | None = None
 
 
 def _stages(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:

@@ -36,19 +36,16 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator
 
 from hollow.clock import parse_rfc3339
 from hollow.probes import pod_ready_delay
-from kubecore.distributions import DurationDist, keyed_uniform
+from kubecore.distributions import FIXED_ZERO, FOREVER_DIST, DurationDist, keyed_uniform
 from kubecore.durations import parse_go_duration
-from kubecore.schema import DnsLabel, Spec, one_of, raise_problems, validate, validator_of
+from kubecore.schema import Dist, DnsLabel, FiniteDist, Spec, number, one_of, raise_problems, validate, validator_of
 from kubecore.yamlfile import load_yaml
-
-if TYPE_CHECKING:
-    from hollow.pools import LifecycleSpec
 
 RUN_DURATION = "hollowscale.io/run-duration"
 EXIT_CODE = "hollowscale.io/exit-code"
@@ -320,6 +317,36 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         init_resources=tuple([c.get("resources") for c in inits]) if inits else (),
         pod_resources=spec.get("resources"),
     )
+
+
+# ------------------------------------------------------------------------------------------------ delays
+
+ExitCode = Annotated[int, validator_of(number(0, 255, integer=True))]
+FailureExitCode = Annotated[int, validator_of(number(1, 255, integer=True))]
+Fraction01 = Annotated[float, validator_of(number(0, 1))]
+
+
+class LifecycleSpec(Spec):
+    """Pod lifecycle defaults for one pool (pod annotations override them).
+
+    Attributes:
+        startup_delay: time from binding to Running (a finite distribution; default 0).
+        run_duration: time from container start to exit (a distribution; ``forever``, the default, = never).
+        exit_code: container exit code at the end of the run (0 = Succeeded).
+        failure_fraction: share (0..1) of pods that exit with ``failure_exit_code`` instead.
+        failure_exit_code: exit code used for that share (non-zero).
+        gang_barrier: True: a gang member's run duration counts from the moment its gang has
+            ``hollowscale.io/gang-min`` members running (see :mod:`hollow.gangs`), not from its own
+            start; False: from its own start (the behaviour before gangs); None (default): the agent's
+            setting (:attr:`hollow.settings.AgentSettings.gang_barrier`).
+    """
+
+    startup_delay: FiniteDist = FIXED_ZERO
+    run_duration: Dist = FOREVER_DIST
+    exit_code: ExitCode = 0
+    failure_fraction: Fraction01 = 0.0
+    failure_exit_code: FailureExitCode = 1
+    gang_barrier: bool | None = None
 
 
 class AnnotationError(ValueError):

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from hollow.pools import LifecycleSpec
 from hollow.stages import (
     EXIT_CODE,
     RUN_DURATION,
     STARTUP_DELAY,
+    LifecycleSpec,
     annotation_problems,
     exit_code,
     plan,
