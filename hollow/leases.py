@@ -17,7 +17,6 @@ Renew lag (acknowledgement time minus deadline) is the agent's main health signa
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 
@@ -31,7 +30,7 @@ from hollow.metrics import Metrics
 from hollow.nodebody import LEASE_NAMESPACE, lease_body, lease_renew_bytes, lease_update_bytes
 from hollow.nodes import NodeManager
 from hollow.settings import HeartbeatSettings
-from hollow.timers import TimerLoop
+from hollow.timers import TimedTasks
 
 log = logging.getLogger("hollow.leases")
 _LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
@@ -45,23 +44,22 @@ def spread(names: list[str], start: float, interval: float) -> dict[str, float]:
     return {name: start + interval * i / n for i, name in enumerate(names)}
 
 
-class LeaseManager:
+class LeaseManager(TimedTasks[str]):
     """Renews the Leases of every node of a :class:`NodeManager`."""
 
     def __init__(self, api: ApiClient, clock: Clock, heartbeat: HeartbeatSettings, metrics: Metrics,
                  faults: FaultState, nodes: NodeManager) -> None:
+        super().__init__(clock, coalesce=COALESCE_S)
         self.api = api
         self.clock = clock
         self.hb = heartbeat
         self.metrics = metrics
         self.faults = faults
         self.nodes = nodes
-        self._timers = TimerLoop[str](clock, self._fire, coalesce=COALESCE_S)
         self._renew_s = heartbeat.renew_s
         self._lease_s = heartbeat.lease_s
         self._nominal: dict[str, float] = {}
         self._inflight: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
         self.recent_lags: list[float] = []
         self._ok = metrics.lease_renewals.labels("renewed")
         self._created = metrics.lease_renewals.labels("created")
@@ -103,9 +101,7 @@ class LeaseManager:
             self._skipped.inc()
             return
         self._inflight.add(name)
-        task = asyncio.ensure_future(self._renew(name, due))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._renew(name, due))
 
     async def _renew(self, name: str, due: float) -> None:
         try:
@@ -192,13 +188,3 @@ class LeaseManager:
     def backlog(self) -> int:
         """Renewals in flight (a growing number means the apiserver or the agent falls behind)."""
         return len(self._inflight)
-
-    async def run(self) -> None:
-        """Fire renewals until cancelled."""
-        await self._timers.run()
-
-    async def stop(self) -> None:
-        """Cancel in-flight renewals."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from hollow.metrics import Metrics
 from hollow.nodebody import NODE_LABEL, adopt_patch, heartbeat_patch, node_body
 from hollow.settings import AgentSettings
 from hollow.sharding import NodeSlot
-from hollow.timers import TimerLoop
+from hollow.timers import TimedTasks
 
 log = logging.getLogger("hollow.nodes")
 
@@ -71,11 +71,12 @@ class NodeState:
     foreign: bool = False
 
 
-class NodeManager:
+class NodeManager(TimedTasks[str]):
     """Registers the agent's nodes and keeps their status fresh."""
 
     def __init__(self, api: ApiClient, clock: Clock, settings: AgentSettings, metrics: Metrics,
                  faults: FaultState, slots: list[NodeSlot]) -> None:
+        super().__init__(clock)
         self.api = api
         self.clock = clock
         self.settings = settings
@@ -83,18 +84,11 @@ class NodeManager:
         self.faults = faults
         self.nodes: dict[str, NodeState] = {s.name: NodeState(s) for s in slots}
         self.registered = asyncio.Event()
-        self._status = TimerLoop[str](clock, self._fire_status)
-        self._tasks: set[asyncio.Task[None]] = set()
         self._reregistering: set[str] = set()
         #: name -> uid of the nodes registered when the node watch's current LIST was sent
         self._uids_at_list: dict[str, str] = {}
         self.stopping = False
         metrics.nodes_managed.set(len(self.nodes))
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _register(self, state: NodeState) -> None:
         """Create the node, or adopt it on 409; retried with backoff until it succeeds or is cancelled."""
@@ -156,11 +150,11 @@ class NodeManager:
         now = self.clock.monotonic()
         n = max(1, len(self.nodes))
         for i, name in enumerate(self.nodes):
-            self._status.schedule(name, now + interval * (i + random.random()) / n)
+            self._timers.schedule(name, now + interval * (i + random.random()) / n)
         self.registered.set()
         log.info("%d nodes registered", len(self.nodes))
 
-    def _fire_status(self, name: str, due: float) -> None:
+    def _fire(self, name: str, due: float) -> None:
         self._spawn(self._refresh(name))
 
     def refresh_now(self, name: str, transition: bool = False) -> None:
@@ -172,7 +166,7 @@ class NodeManager:
             state = self.nodes[name]
             state.ready_since = self.clock.wall()
             state.recovering = True
-        self._status.schedule(name, self.clock.monotonic())
+        self._timers.schedule(name, self.clock.monotonic())
 
     # --- node watch (WatchHandler) ---------------------------------------------------------------
     def on_event(self, kind: str, obj: dict[str, Any]) -> None:
@@ -225,7 +219,7 @@ class NodeManager:
         now_m = self.clock.monotonic()
         interval = self.settings.heartbeat.status_s
         if self.faults.stopped(name, now_m):
-            self._status.schedule(name, now_m + interval)
+            self._timers.schedule(name, now_m + interval)
             return
         since = state.ready_since
         wall = self.clock.wall
@@ -237,12 +231,12 @@ class NodeManager:
                 state.ready_since = None
                 state.recovering = False
             self.metrics.node_status_updates.labels("ok").inc()
-            self._status.schedule(name, self.clock.monotonic() + interval)
+            self._timers.schedule(name, self.clock.monotonic() + interval)
             return
         self.metrics.node_status_updates.labels(str(resp.status)).inc()
         if resp.status == 404:
             self.reregister(name)
-        self._status.schedule(name, self.clock.monotonic() + min(interval, 10.0))
+        self._timers.schedule(name, self.clock.monotonic() + min(interval, 10.0))
 
     def reregister(self, name: str) -> None:
         """The node vanished (someone deleted it): register it again, once at a time."""
@@ -264,14 +258,10 @@ class NodeManager:
 
         self._spawn(again())
 
-    async def run(self) -> None:
-        """Run status refreshes until cancelled."""
-        await self._status.run()
-
     def backlog(self) -> int:
         """Status refreshes past their deadline."""
         now = self.clock.monotonic()
-        nxt = self._status.queue.next_due()
+        nxt = self._timers.queue.next_due()
         return 0 if nxt is None or nxt > now else len(self._tasks)
 
     async def delete_all(self, timeout_s: float = 120.0) -> None:
@@ -305,6 +295,4 @@ class NodeManager:
     async def stop(self) -> None:
         """Cancel in-flight refreshes."""
         self.stopping = True
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await super().stop()

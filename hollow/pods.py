@@ -28,7 +28,6 @@ Turned off agent-wide with ``gang_barrier=False`` or per pool with ``lifecycle.g
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import random
@@ -64,7 +63,7 @@ from hollow.stages import (
     plan,
     pod_facts,
 )
-from hollow.timers import TimerLoop
+from hollow.timers import TimedTasks
 
 log = logging.getLogger("hollow.pods")
 #: what a timer does: a stage's action, or ``ready`` (the probes of a running container would pass now)
@@ -116,12 +115,13 @@ def ready_due(facts: PodFacts, started_wall: float | None) -> float | None:
     return anchor + facts.ready_delay
 
 
-class PodController:
+class PodController(TimedTasks[str]):
     """Applies lifecycle stages to the pods on a set of nodes."""
 
     def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
                  nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None,
                  gang_barrier: bool = True) -> None:
+        super().__init__(clock)
         self.api = api
         self.clock = clock
         self.metrics = metrics
@@ -130,8 +130,6 @@ class PodController:
         self.stages = stages  # overrides every pool's table (tests); None: each pool's own or the default
         self.records: dict[str, PodRecord] = {}
         self._ipam: dict[str, PodIPs] = {}
-        self._timers = TimerLoop[str](clock, self._fire)
-        self._tasks: set[asyncio.Task[None]] = set()
         self._transitions: dict[str, Any] = {}
         #: resourceVersions our own writes produced whose watch events have not arrived yet
         self._own_versions: set[str] = set()
@@ -278,9 +276,7 @@ class PodController:
             self._replan(uid, rec)
             return
         rec.busy = True
-        task = asyncio.ensure_future(self._act(uid, rec))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._act(uid, rec))
 
     async def _act(self, uid: str, rec: PodRecord) -> None:
         retry_in = 0.0
@@ -440,18 +436,3 @@ class PodController:
         for uid, rec in list(self.records.items()):
             if rec.facts.node == node:
                 self._replan(uid, rec)
-
-    # --- running -------------------------------------------------------------------------------
-    def backlog(self) -> int:
-        """Writes in flight."""
-        return len(self._tasks)
-
-    async def run(self) -> None:
-        """Fire pod timers until cancelled."""
-        await self._timers.run()
-
-    async def stop(self) -> None:
-        """Cancel in-flight writes."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Coroutine, Hashable
+from typing import Any, Generic, TypeVar
 
 from hollow.clock import Clock
 
 K = TypeVar("K", bound=Hashable)
+#: deadlines this close to the next one wait for it (one wake-up for both)
+DEFAULT_COALESCE_S = 0.005
 
 
 class TimerQueue(Generic[K]):
@@ -88,7 +90,7 @@ class TimerLoop(Generic[K]):
     """
 
     def __init__(self, clock: Clock, fire: Callable[[K, float], None], max_sleep: float = 1.0,
-                 batch: int = 2000, coalesce: float = 0.005) -> None:
+                 batch: int = 2000, coalesce: float = DEFAULT_COALESCE_S) -> None:
         self.queue: TimerQueue[K] = TimerQueue()
         self._clock = clock
         self._fire = fire
@@ -128,3 +130,41 @@ class TimerLoop(Generic[K]):
                 continue
             self._wake = asyncio.get_running_loop().create_future()
             await self._clock.wait_wake(self._wake, max(delay, self.coalesce))
+
+
+class TimedTasks(Generic[K]):
+    """What the lease, pod and node-status managers share: a :class:`TimerLoop` whose deadlines call
+    the subclass's :meth:`_fire`, and the tasks it started that still run.
+
+    ``_fire(key, due)`` must be quick: it decides what to do and starts the work with :meth:`_spawn`
+    (never awaiting the API itself). :meth:`run` fires deadlines until cancelled; :meth:`stop` cancels
+    the work still in flight and waits for it to end; :meth:`backlog` counts that work.
+    """
+
+    def __init__(self, clock: Clock, coalesce: float = DEFAULT_COALESCE_S) -> None:
+        self._timers: TimerLoop[K] = TimerLoop(clock, self._fire, coalesce=coalesce)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _fire(self, key: K, due: float) -> None:
+        """A deadline of ``key`` passed (``due``, monotonic seconds): start what it stands for."""
+        raise NotImplementedError
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` as a task, kept until it ends (so :meth:`stop` can cancel it)."""
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def backlog(self) -> int:
+        """Work in flight (a growing number means the apiserver or the agent falls behind)."""
+        return len(self._tasks)
+
+    async def run(self) -> None:
+        """Fire deadlines until cancelled."""
+        await self._timers.run()
+
+    async def stop(self) -> None:
+        """Cancel the work in flight and wait for it to end."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -245,7 +245,7 @@ async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
     nodes.on_event("MODIFIED", node("g-1", "Unknown"))
     nodes.on_event("MODIFIED", node("g-2", "Unknown"))  # our own fault: leave it NotReady
     nodes.on_event("MODIFIED", node("other-0", "Unknown"))
-    nodes._status.run_due()
+    nodes._timers.run_due()
     for _ in range(5):
         await asyncio.sleep(0)
     status_patches = [(c[3], c[4]) for c in api.calls if c[1] == "patch_node_status"]
@@ -257,7 +257,7 @@ async def test_node_watch_reposts_ready_for_nodes_marked_notready() -> None:
     # a node marked NotReady while our own renewals lag waits for its next renewal before posting Ready
     nodes.nodes["g-0"].last_renew = 0.0
     nodes.on_event("MODIFIED", node("g-0", "Unknown"))
-    nodes._status.run_due()
+    nodes._timers.run_due()
     await asyncio.sleep(0)
     assert nodes.nodes["g-0"].needs_ready and len([c for c in api.calls if c[1] == "patch_node_status"]) == 1
     nodes.on_event("DELETED", node("g-0", "True"))
