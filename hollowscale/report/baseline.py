@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale.report.compare import FIGURES, HIGHER, LOWER, change
+from hollowscale.report.numbers import number, percent
 from hollowscale.report.summary import load_summary, lookup, write_json
 
 KIND = "hollowscale-baseline"
@@ -243,7 +244,7 @@ def render_table(rows: list[BandRow], title: str) -> Any:
     for r in rows:
         verdict = "[red]REGRESSION[/red]" if r.regressed else ("[dim]" + r.note + "[/dim]" if r.note else "ok")
         t.add_row(r.metric, r.better, _band(r.band), "n/a" if r.band is None else _f(r.band.median), _f(r.new),
-                  _pct(r.change_pct), verdict)
+                  percent(r.change_pct), verdict)
     return t
 
 
@@ -253,7 +254,7 @@ def render_markdown(rows: list[BandRow], title: str) -> str:
     for r in rows:
         verdict = "**REGRESSION**" if r.regressed else (r.note or "ok")
         lines.append(f"| `{r.metric}` | {r.better} | {_band(r.band)} | "
-                     f"{'n/a' if r.band is None else _f(r.band.median)} | {_f(r.new)} | {_pct(r.change_pct)} | {verdict} |")
+                     f"{'n/a' if r.band is None else _f(r.band.median)} | {_f(r.new)} | {percent(r.change_pct)} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 
@@ -271,12 +272,8 @@ def _band(b: Band | None) -> str:
     return "n/a" if b is None else f"{_f(b.lo)} .. {_f(b.hi)} (n={len(b.values)})"
 
 
-def _pct(p: float | None) -> str:
-    return "n/a" if p is None else ("+inf" if p == float("inf") else f"{p:+.1f}%")
-
-
 def _f(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:,.3f}".rstrip("0").rstrip(".")
+    return number(v, 3, trim=True)
 
 
 def load_runs(paths: list[Path]) -> dict[str, list[tuple[Path, dict[str, Any]]]]:

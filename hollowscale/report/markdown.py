@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hollowscale.report.distill import markdown_lines as distill_markdown
-
-
-def fmt(v: Any, nd: int = 1) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.{nd}f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+from hollowscale.report.numbers import number
 
 
 def control_plane_lines(summary: dict[str, Any]) -> list[str]:
@@ -26,14 +19,14 @@ def control_plane_lines(summary: dict[str, Any]) -> list[str]:
                   "|---|---|---|---|---|"]
         for f in faults:
             rec = f.get("recovery") or {}
-            back = fmt(rec.get("recovery_s")) + (" (**not recovered**)" if rec.get("recovered") is False else "")
-            lines.append(f"| {f.get('type')} | {f.get('component') or f.get('fraction')} | {fmt(f.get('at_s'))} | "
-                         f"{fmt(rec.get('level_before_pods_per_s'), 2)} | {back} |")
+            back = number(rec.get("recovery_s")) + (" (**not recovered**)" if rec.get("recovered") is False else "")
+            lines.append(f"| {f.get('type')} | {f.get('component') or f.get('fraction')} | {number(f.get('at_s'))} | "
+                         f"{number(rec.get('level_before_pods_per_s'), 2)} | {back} |")
     if cp.get("restarts") or cp.get("handovers") or cp.get("agent_restarts"):
         lines += ["", f"- component restarts: {cp.get('restarts') or {}}; leader handovers: {cp.get('handovers') or {}}; "
                       f"agent restarts: {len([e for e in cp.get('agent_restarts') or [] if e.get('event') == 'started'])}"]
         for o in cp.get("apiserver_outages") or []:
-            lines.append(f"- apiserver unreachable at {fmt(o.get('at_s'))} s for {fmt(o.get('duration_s'))} s")
+            lines.append(f"- apiserver unreachable at {number(o.get('at_s'))} s for {number(o.get('duration_s'))} s")
     integ = m.get("integrity") or {}
     if integ:
         lines.append(f"- integrity (audit log vs timeline): {integ.get('verdict')}; jobs lost {integ.get('jobs_lost')}, "
@@ -51,9 +44,9 @@ def render(summary: dict[str, Any]) -> str:
     lines = [
         f"# hollowscale run `{summary.get('run_id', '?')}`: scenario `{summary.get('scenario')}` - **{verdict}**",
         "",
-        f"- started {summary.get('started_at')}, {fmt(summary.get('duration_s'))} s; backend `{c.get('backend')}`, "
+        f"- started {summary.get('started_at')}, {number(summary.get('duration_s'))} s; backend `{c.get('backend')}`, "
         f"profile `{c.get('profile')}`, Kubernetes {c.get('kubernetes_version')}",
-        f"- nodes Ready {fmt(c.get('nodes_ready'))} / {fmt(c.get('nodes_expected'))}, GPUs {fmt(c.get('gpus_total'), 0)}",
+        f"- nodes Ready {number(c.get('nodes_ready'))} / {number(c.get('nodes_expected'))}, GPUs {number(c.get('gpus_total'), 0)}",
         "",
         "## SLOs",
         "",
@@ -61,7 +54,7 @@ def render(summary: dict[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     for s in summary.get("slos") or []:
-        lines.append(f"| {s['name']} | `{s['metric']}` | {s['op']} {fmt(s['threshold'])} | {fmt(s['value'])} | "
+        lines.append(f"| {s['name']} | `{s['metric']}` | {s['op']} {number(s['threshold'])} | {number(s['value'])} | "
                      f"{'pass' if s['passed'] else '**FAIL**'} |")
     ps = m.get("pod_startup_latency_ms") or {}
     sl = m.get("pod_scheduling_latency_ms") or {}
@@ -73,20 +66,20 @@ def render(summary: dict[str, Any]) -> str:
         "",
         "| figure | p50 | p90 | p99 | source |",
         "|---|---|---|---|---|",
-        f"| pod startup latency (ms) | {fmt(ps.get('p50'))} | {fmt(ps.get('p90'))} | {fmt(ps.get('p99'))} | timeline |",
-        f"| pod scheduling latency (ms) | {fmt(sl.get('p50'))} | {fmt(sl.get('p90'))} | {fmt(sl.get('p99'))} | timeline |",
+        f"| pod startup latency (ms) | {number(ps.get('p50'))} | {number(ps.get('p90'))} | {number(ps.get('p99'))} | timeline |",
+        f"| pod scheduling latency (ms) | {number(sl.get('p50'))} | {number(sl.get('p90'))} | {number(sl.get('p99'))} | timeline |",
     ]
     for key, label in (("job_completion_time_s", "job completion time (s)"), ("gpu_queue_wait_s", "GPU queue wait (s)")):
         v = m.get(key) or {}
-        lines.append(f"| {label} | {fmt(v.get('p50'))} | {fmt(v.get('p90'))} | {fmt(v.get('p99'))} | timeline |")
+        lines.append(f"| {label} | {number(v.get('p50'))} | {number(v.get('p90'))} | {number(v.get('p99'))} | timeline |")
     lines += [
         "",
-        f"- scheduling throughput (pods/s): avg {fmt(th.get('avg'), 2)}, p50 {fmt(th.get('p50'))}, max {fmt(th.get('max'))} "
-        f"({fmt(th.get('pods'))} pods in {fmt(th.get('window_s'))} s)",
-        f"- jobs: submitted {fmt(jobs.get('submitted'))}, completed {fmt(jobs.get('completed'))}, "
-        f"failed {fmt(jobs.get('failed'))}, unfinished {fmt(jobs.get('unfinished'))}",
-        f"- pending pods max {fmt((m.get('pending_pods') or {}).get('max'))}, GPU allocation max "
-        f"{fmt((m.get('gpu_allocation_pct') or {}).get('max'))} %",
+        f"- scheduling throughput (pods/s): avg {number(th.get('avg'), 2)}, p50 {number(th.get('p50'))}, max {number(th.get('max'))} "
+        f"({number(th.get('pods'))} pods in {number(th.get('window_s'))} s)",
+        f"- jobs: submitted {number(jobs.get('submitted'))}, completed {number(jobs.get('completed'))}, "
+        f"failed {number(jobs.get('failed'))}, unfinished {number(jobs.get('unfinished'))}",
+        f"- pending pods max {number((m.get('pending_pods') or {}).get('max'))}, GPU allocation max "
+        f"{number((m.get('gpu_allocation_pct') or {}).get('max'))} %",
     ]
     cc = m.get("crosscheck") or {}
     if cc:
@@ -98,6 +91,6 @@ def render(summary: dict[str, Any]) -> str:
         lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "", "| verb | requests | p50 ms | p99 ms |",
                   "|---|---|---|---|"]
         for verb, v in sorted(api.items()):
-            lines.append(f"| {verb} | {fmt(v.get('count'), 0)} | {fmt(v.get('p50'), 2)} | {fmt(v.get('p99'), 2)} |")
+            lines.append(f"| {verb} | {number(v.get('count'), 0)} | {number(v.get('p50'), 2)} | {number(v.get('p99'), 2)} |")
     lines += ["", "Sources of every figure: `summary.json` -> `sources`; plots: `report.html`.", ""]
     return "\n".join(lines)
