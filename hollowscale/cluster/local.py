@@ -1,7 +1,8 @@
 """The embedded cluster backend: etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 as local processes on 127.0.0.1 (what KWOK calls the "binary runtime").
 
-``LocalCluster.up`` starts the components in dependency order, writing ``state.json`` after each one
+``LocalCluster.up`` starts the components in dependency order (each one's command line is a pure function
+in :mod:`hollowscale.cluster.components`; this module gathers their settings), writing ``state.json`` after each one
 so that ``down`` can always stop exactly what was started, even after a crash or Ctrl-C half-way.
 A component that exits at start fails ``up`` with a one-line reason and the path of its log, and
 every process started so far is stopped before the error is raised.
@@ -29,15 +30,11 @@ kubelet client certificate (``system:masters``) and prefers nodes' InternalIP, s
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import functools
 import json
 import os
-import re
 import shutil
 import ssl
-import subprocess
 import sys
 import time
 import urllib.error
@@ -49,42 +46,25 @@ from typing import Any
 
 import yaml
 
-from hollowscale.cluster import clusterdir, realnode
+from hollowscale.cluster import clusterdir, gang, realnode
 from hollowscale.cluster import kueue as kueue_mod
 from hollowscale.cluster.binaries import Binaries, binaries, kubelet_binary, kueue_binary
-from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert
+from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
+from hollowscale.cluster.components import kueue as kueue_component
+from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert, write_kubeconfig
 from hollowscale.cluster.profiles import Profile, get_profile
 from hollowscale.cluster.realnode import pool as realnode_pool
 from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
 from hollowscale.cluster.supervisor import read_events as read_supervisor_events
 from hollowscale.cluster.supervisor import request as supervisor_request
+from hollowscale.paths import REPO_ROOT
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION
 from kubecore.procs import ProcessRecord, failure_reason, free_ports, port_in_use, spawn, stop
 from kubecore.procs import record as process_record
 from kubecore.tls import client_ssl_context
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
-REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-SERVICE_CIDR = "10.0.0.0/24"
-#: in-tree gang scheduling of Kubernetes v1.36 (alpha): Workload/PodGroup API, gang plugin, Job integration
-GANG_GATES = ("GenericWorkload", "GangScheduling", "WorkloadWithJob", "TopologyAwareWorkloadScheduling",
-              "WorkloadAwarePreemption")
-#: the API group version that serves ``workloads`` and ``podgroups``
-GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
-#: components that take the gang gates (each gets only the gates its binary knows)
-GATED_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-#: the apiserver's audit policy: only what a run counts (creates of pods, bindings and Jobs), metadata only
-AUDIT_POLICY = {
-    "apiVersion": "audit.k8s.io/v1",
-    "kind": "Policy",
-    "omitStages": ["RequestReceived", "ResponseStarted"],
-    "rules": [
-        {"level": "Metadata", "verbs": ["create"],
-         "resources": [{"group": "", "resources": ["pods", "pods/binding"]}, {"group": "batch", "resources": ["jobs"]}]},
-        {"level": "None"},
-    ],
-}
 ProgressFn = Callable[[str], None]
 
 
@@ -194,7 +174,7 @@ class LocalCluster:
         profile: ``default`` (upstream limits) or ``scale`` (limits lifted).
         apiserver_port: fixed kube-apiserver port, or 0 for a free one.
         bins: binaries to run (default: the cached ones of the pinned versions).
-        gang_scheduling: turn on the in-tree gang scheduling gates (:data:`GANG_GATES`) and
+        gang_scheduling: turn on the in-tree gang scheduling gates (:data:`hollowscale.cluster.gang.GANG_GATES`) and
             ``scheduling.k8s.io/v1alpha2`` (Workload, PodGroup).
         kueue: run Kueue (:data:`hollowscale.versions.KUEUE_VERSION`) as one more component, with its
             CRDs, RBAC and webhooks installed (needs root: it runs in a private mount namespace).
@@ -245,11 +225,6 @@ class LocalCluster:
     def audit_log_path(self) -> Path:
         """The apiserver's audit log (appended to by every apiserver process of this cluster)."""
         return self.dir / "logs" / "audit.log"
-
-    def _audit_policy(self) -> Path:
-        path = self.dir / "audit-policy.yaml"
-        path.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
-        return path
 
     # ----------------------------------------------------------------- state
     def _load_state(self) -> _State | None:
@@ -426,19 +401,18 @@ class LocalCluster:
         """component -> the gang gates it gets (``Name=true``): only those its binary knows."""
         if not self.gang_scheduling:
             return {}
-        paths = {"kube-apiserver": self.bins.kube_apiserver, "kube-controller-manager": self.bins.kube_controller_manager,
-                 "kube-scheduler": self.bins.kube_scheduler}
-        return {c: [f"{g}=true" for g in GANG_GATES if g in known_feature_gates(str(paths[c]))]
-                for c in GATED_COMPONENTS}
+        return gang.gates_for({"kube-apiserver": str(self.bins.kube_apiserver),
+                               "kube-controller-manager": str(self.bins.kube_controller_manager),
+                               "kube-scheduler": str(self.bins.kube_scheduler)})
 
     def _features(self, ports: dict[str, int]) -> dict[str, Any]:
         gates = self.feature_gates()
         return {
             "gang_scheduling": self.gang_scheduling,
             "feature_gates": gates,
-            "feature_gates_dropped": {c: [g for g in GANG_GATES if f"{g}=true" not in got] for c, got in gates.items()
-                                      if len(got) < len(GANG_GATES)},
-            "runtime_config": GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
+            "feature_gates_dropped": {c: [g for g in gang.GANG_GATES if f"{g}=true" not in got]
+                                      for c, got in gates.items() if len(got) < len(gang.GANG_GATES)},
+            "runtime_config": gang.GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
             "kueue": kueue_mod.features(self._kueue_ports(ports)) if self.kueue else None,
             "kubelet_client": True,
         }
@@ -469,7 +443,7 @@ class LocalCluster:
         pki = create_pki(self.dir / "pki")
         self._write_kubeconfigs(pki, ports["kube-apiserver"])
         # the supervisor imports hollowscale: make the checkout importable whether or not it is installed
-        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
         supervisor = spawn([sys.executable, "-m", "hollowscale.cluster.supervisor", str(self.dir)],
                            self.log_path("supervisor"), cwd=self.dir, env={"PYTHONPATH": path})
         state.processes.append(asdict(process_record("supervisor", supervisor)))
@@ -504,14 +478,14 @@ class LocalCluster:
         api = f"https://127.0.0.1:{ports['kube-apiserver']}"
 
         say("starting etcd")
-        launch("etcd", self._etcd_argv(pki, ports))
+        launch("etcd", etcd.argv(self._etcd(pki, ports)))
         wait_for("etcd health", lambda: _get(f"http://127.0.0.1:{ports['etcd-metrics']}/health", None)[0] == 200)
         say("starting kube-apiserver")
-        launch("kube-apiserver", self._apiserver_argv(pki, ports))
+        launch("kube-apiserver", apiserver.argv(self._apiserver(pki, ports)))
         wait_for("kube-apiserver /readyz", lambda: _get(f"{api}/readyz", ctx)[0] == 200)
         say("starting kube-controller-manager and kube-scheduler")
-        launch("kube-controller-manager", self._controller_manager_argv(pki, ports))
-        launch("kube-scheduler", self._scheduler_argv(pki, ports))
+        launch("kube-controller-manager", controller_manager.argv(self._controller_manager(pki, ports)))
+        launch("kube-scheduler", scheduler.argv(self._scheduler(ports)))
         if self.kueue:
             layout, kports = self.kueue_layout, self._kueue_ports(ports)
             kubectl = kueue_mod.Kubectl(self.bins.kubectl, self.kubeconfig_path)
@@ -524,7 +498,7 @@ class LocalCluster:
             except kueue_mod.KueueError as exc:
                 raise ClusterError(f"Kueue: {exc}") from None
             say("starting Kueue")
-            launch("kueue", kueue_mod.namespaced_argv(kueue_mod.kueue_argv(self.kueue_bin, layout), layout))
+            launch("kueue", kueue_component.namespaced_argv(kueue_component.argv(self.kueue_bin, layout), layout))
         wait_for("leader leases of scheduler and controller-manager",
                  lambda: _lease_held(api, ctx, "kube-scheduler") and _lease_held(api, ctx, "kube-controller-manager"))
         wait_for("the default ServiceAccount",
@@ -663,113 +637,39 @@ class LocalCluster:
         layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(
             layout, ports, client_qps=(self.profile.kueue_qps, self.profile.kueue_burst)), sort_keys=False))
 
-    # ----------------------------------------------------------------- argv
-    def _gate_flags(self, component: str) -> list[str]:
-        gates = self.feature_gates().get(component)
-        return [f"--feature-gates={','.join(gates)}"] if gates else []
-    def _etcd_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
-        client = f"https://127.0.0.1:{ports['etcd']}"
-        peer = f"http://127.0.0.1:{ports['etcd-peer']}"
-        return [
-            str(self.bins.etcd),
-            "--name=hollowscale",
-            f"--data-dir={self.dir / 'etcd'}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=hollowscale={peer}",
-            "--initial-cluster-state=new",
-            f"--listen-metrics-urls=http://127.0.0.1:{ports['etcd-metrics']}",
-            f"--cert-file={pki.etcd_server.cert}",
-            f"--key-file={pki.etcd_server.key}",
-            f"--trusted-ca-file={pki.ca.cert}",
-            "--client-cert-auth=true",
-            "--quota-backend-bytes=8589934592",
-            "--log-level=warn",
-        ]
+    # ----------------------------------------------------------------- component settings
+    def _gates(self, component: str) -> tuple[str, ...]:
+        return tuple(self.feature_gates().get(component) or ())
 
-    def _apiserver_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
-        return [
-            str(self.bins.kube_apiserver),
-            f"--etcd-servers=https://127.0.0.1:{ports['etcd']}",
-            f"--etcd-cafile={pki.ca.cert}",
-            f"--etcd-certfile={pki.apiserver_etcd_client.cert}",
-            f"--etcd-keyfile={pki.apiserver_etcd_client.key}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={ports['kube-apiserver']}",
-            f"--tls-cert-file={pki.apiserver.cert}",
-            f"--tls-private-key-file={pki.apiserver.key}",
-            f"--client-ca-file={pki.ca.cert}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki.service_account_pub}",
-            f"--service-account-signing-key-file={pki.service_account_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=Node,RBAC",
-            "--allow-privileged=true",
-            # Loopback addresses are not valid Endpoints, so the `kubernetes` Service gets none:
-            # nothing in this cluster reaches the apiserver through it (clients use the kubeconfig).
-            "--endpoint-reconciler-type=none",
-            # real nodes (logs, exec): the apiserver dials a kubelet at its InternalIP (the pod bridge's
-            # gateway address; node names do not resolve) with its own client certificate
-            f"--kubelet-client-certificate={pki.apiserver_kubelet_client.cert}",
-            f"--kubelet-client-key={pki.apiserver_kubelet_client.key}",
-            f"--kubelet-certificate-authority={pki.ca.cert}",
-            "--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP",
-            f"--audit-policy-file={self._audit_policy()}",
-            f"--audit-log-path={self.audit_log_path}",
-            "--audit-log-format=json",
-            f"--cert-dir={self.dir / 'pki' / 'apiserver-generated'}",
-            *self.profile.apiserver_flags,
-            *self._gate_flags("kube-apiserver"),
-            *([f"--runtime-config={GANG_RUNTIME_CONFIG}"] if self.gang_scheduling else []),
-        ]
+    def _etcd(self, pki: ClusterPKI, ports: dict[str, int]) -> etcd.EtcdSettings:
+        return etcd.EtcdSettings(binary=self.bins.etcd, data_dir=self.dir / "etcd", client_port=ports["etcd"],
+                                 peer_port=ports["etcd-peer"], metrics_port=ports["etcd-metrics"],
+                                 cert=pki.etcd_server.cert, key=pki.etcd_server.key, ca=pki.ca.cert)
 
-    def _secure_serving(self, component: str, port: int, kubeconfig: Path) -> list[str]:
-        return [
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={self.dir / 'pki' / component}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            # Prometheus scrapes these without credentials; everything else stays authorised.
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-        ]
+    def _apiserver(self, pki: ClusterPKI, ports: dict[str, int]) -> apiserver.ApiserverSettings:
+        policy = self.dir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(apiserver.AUDIT_POLICY, sort_keys=False))
+        return apiserver.ApiserverSettings(
+            binary=self.bins.kube_apiserver, port=ports["kube-apiserver"], etcd_port=ports["etcd"], pki=pki,
+            audit_policy=policy, audit_log=self.audit_log_path, cert_dir=self.dir / "pki" / "apiserver-generated",
+            profile_flags=self.profile.apiserver_flags, feature_gates=self._gates("kube-apiserver"),
+            runtime_config=gang.GANG_RUNTIME_CONFIG if self.gang_scheduling else None)
 
-    def _controller_manager_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
-        kubeconfig = self.dir / "controller-manager.kubeconfig"
-        return [
-            str(self.bins.kube_controller_manager),
-            f"--kubeconfig={kubeconfig}",
-            *self._secure_serving("kube-controller-manager", ports["kube-controller-manager"], kubeconfig),
-            f"--service-account-private-key-file={pki.service_account_key}",
-            f"--root-ca-file={pki.ca.cert}",
-            f"--cluster-signing-cert-file={pki.ca.cert}",
-            f"--cluster-signing-key-file={pki.ca.key}",
-            "--use-service-account-credentials=true",
-            "--leader-elect=true",
-            f"--kube-api-qps={self.profile.controller_manager_qps:g}",
-            f"--kube-api-burst={self.profile.controller_manager_burst}",
-            *self._gate_flags("kube-controller-manager"),
-        ]
+    def _controller_manager(self, pki: ClusterPKI, ports: dict[str, int]) -> controller_manager.ControllerManagerSettings:
+        return controller_manager.ControllerManagerSettings(
+            binary=self.bins.kube_controller_manager, kubeconfig=self.dir / "controller-manager.kubeconfig",
+            port=ports["kube-controller-manager"], cert_dir=self.dir / "pki" / "kube-controller-manager", pki=pki,
+            qps=self.profile.controller_manager_qps, burst=self.profile.controller_manager_burst,
+            feature_gates=self._gates("kube-controller-manager"))
 
-    def _scheduler_argv(self, pki: ClusterPKI, ports: dict[str, int]) -> list[str]:
-        kubeconfig = self.dir / "scheduler.kubeconfig"
-        config = self.dir / "scheduler-config.yaml"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": str(kubeconfig), "qps": self.profile.scheduler_qps,
-                                 "burst": self.profile.scheduler_burst},
-            "leaderElection": {"leaderElect": True},
-        }))
-        return [
-            str(self.bins.kube_scheduler),
-            f"--config={config}",
-            *self._secure_serving("kube-scheduler", ports["kube-scheduler"], kubeconfig),
-            *self._gate_flags("kube-scheduler"),
-        ]
+    def _scheduler(self, ports: dict[str, int]) -> scheduler.SchedulerSettings:
+        settings = scheduler.SchedulerSettings(
+            binary=self.bins.kube_scheduler, kubeconfig=self.dir / "scheduler.kubeconfig",
+            config=self.dir / "scheduler-config.yaml", port=ports["kube-scheduler"],
+            cert_dir=self.dir / "pki" / "kube-scheduler", qps=self.profile.scheduler_qps,
+            burst=self.profile.scheduler_burst, feature_gates=self._gates("kube-scheduler"))
+        settings.config.write_text(yaml.safe_dump(scheduler.config(settings)))
+        return settings
 
     # ----------------------------------------------------------------- kubeconfigs
     def _write_kubeconfigs(self, pki: ClusterPKI, apiserver_port: int) -> None:
@@ -780,27 +680,6 @@ class LocalCluster:
                          pki.controller_manager.cert, pki.controller_manager.key, user="kube-controller-manager")
         write_kubeconfig(self.dir / "scheduler.kubeconfig", server, pki.ca.cert, pki.scheduler.cert,
                          pki.scheduler.key, user="kube-scheduler")
-
-
-def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, user: str,
-                     embed: bool = False) -> None:
-    """Write a one-context kubeconfig (file paths, or embedded data when ``embed``)."""
-
-    def ref(name: str, file: Path) -> dict[str, str]:
-        if embed:
-            return {f"{name}-data": base64.b64encode(file.read_bytes()).decode()}
-        return {name: str(file)}
-
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "hollowscale", "cluster": {"server": server, **ref("certificate-authority", ca)}}],
-        "users": [{"name": user, "user": {**ref("client-certificate", cert), **ref("client-key", key)}}],
-        "contexts": [{"name": "hollowscale", "context": {"cluster": "hollowscale", "user": user}}],
-        "current-context": "hollowscale",
-    }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    os.chmod(path, 0o600)
 
 
 def _get(url: str, ctx: ssl.SSLContext | None, timeout: float = 2.0) -> tuple[int, bytes]:
@@ -819,19 +698,3 @@ def _lease_held(api: str, ctx: ssl.SSLContext, name: str) -> bool:
     if status != 200:
         return False
     return bool(json.loads(body).get("spec", {}).get("holderIdentity"))
-
-
-@functools.lru_cache(maxsize=16)
-def known_feature_gates(binary: str) -> frozenset[str]:
-    """The feature gates a Kubernetes binary knows, from its ``--help`` (``Name=true|false (...)``).
-
-    A binary exits at start on an unknown gate ("unrecognized feature gate"), so each component gets
-    only the gates of :data:`GANG_GATES` it knows.  An unreadable help text yields all of them (the
-    component's own error then says which one it refused).
-    """
-    try:
-        out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset(GANG_GATES)
-    found = frozenset(re.findall(r"\b([A-Z][A-Za-z0-9]+)=true\|false", out.stdout + out.stderr))
-    return found or frozenset(GANG_GATES)

@@ -1,4 +1,5 @@
-"""A throw-away PKI for one local cluster: CA, serving and client certificates, SA signing key.
+"""A throw-away PKI for one local cluster: CA, serving and client certificates, SA signing key, and
+the kubeconfigs that carry a client certificate (:func:`write_kubeconfig`).
 
 ECDSA P-256 keys: generated in milliseconds, so a fresh ``cluster up`` spends its time starting
 components, not in key generation.  Everything is written with mode 0600 into the cluster dir.
@@ -6,11 +7,14 @@ components, not in key generation.  Everything is written with mode 0600 into th
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -157,3 +161,24 @@ def issue_cert(pki_dir: Path, stem: str, cn: str, org: str | None = None, *, ser
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError(f"{pki_dir / 'ca.key'} is not an ECDSA key")
     return _issue(ca_key, ca_cert, _name(cn, org), pki_dir, stem, server=server, client=client, dns=dns, ips=ips)
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, user: str,
+                     embed: bool = False) -> None:
+    """Write a one-context kubeconfig (file paths, or embedded data when ``embed``)."""
+
+    def ref(name: str, file: Path) -> dict[str, str]:
+        if embed:
+            return {f"{name}-data": base64.b64encode(file.read_bytes()).decode()}
+        return {name: str(file)}
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "hollowscale", "cluster": {"server": server, **ref("certificate-authority", ca)}}],
+        "users": [{"name": user, "user": {**ref("client-certificate", cert), **ref("client-key", key)}}],
+        "contexts": [{"name": "hollowscale", "context": {"cluster": "hollowscale", "user": user}}],
+        "current-context": "hollowscale",
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    os.chmod(path, 0o600)

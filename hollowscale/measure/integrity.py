@@ -1,7 +1,7 @@
 """Nothing lost, nothing counted twice: the run's own counts against the apiserver's record.
 
 The local cluster's apiserver writes an audit log of every create of a pod, a binding and a Job
-(``hollowscale.cluster.local.AUDIT_POLICY``), appended to by every apiserver process of the cluster,
+(``hollowscale.cluster.components.apiserver.AUDIT_POLICY``), appended to by every apiserver process of the cluster,
 so it survives restarts of any component (a counter in ``/metrics`` starts again at 0 with each
 apiserver process, and increments after its last scrape are never seen).  Against it:
 

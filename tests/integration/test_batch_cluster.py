@@ -27,7 +27,8 @@ from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
 from hollowscale.cluster.binaries import kueue_binary
-from hollowscale.cluster.local import GANG_GATES, ClusterInfo, LocalCluster
+from hollowscale.cluster.gang import GANG_GATES
+from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.measure.prom import PrometheusServer, targets_from_metrics
 from hollowscale.versions import KUEUE_VERSION
 

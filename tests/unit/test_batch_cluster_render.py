@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hollowscale.cluster import kueue, local
-from hollowscale.cluster.local import GANG_GATES, ClusterError, LocalCluster, _State
+from hollowscale.cluster import gang, kueue
+from hollowscale.cluster.components import apiserver, controller_manager, scheduler
+from hollowscale.cluster.components import kueue as kueue_component
+from hollowscale.cluster.gang import GANG_GATES
+from hollowscale.cluster.local import ClusterError, LocalCluster, _State
 from hollowscale.cluster.pki import create_pki
 from hollowscale.measure.prom import scrape_config, targets_from_metrics
 from kubecore.procs import free_ports
@@ -27,19 +30,19 @@ def _ports() -> dict[str, int]:
 
 
 def test_gang_gates_on_every_control_plane_component(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "known_feature_gates", lambda _binary: frozenset(GANG_GATES))
+    monkeypatch.setattr(gang, "known_feature_gates", lambda _binary: frozenset(GANG_GATES))
     pki, ports = create_pki(tmp_path / "pki"), _ports()
-    gang = LocalCluster(tmp_path, gang_scheduling=True)
-    api = gang._apiserver_argv(pki, ports)
+    gated = LocalCluster(tmp_path, gang_scheduling=True)
+    api = apiserver.argv(gated._apiserver(pki, ports))
     assert f"--feature-gates={ALL_GATES}" in api
     assert "--runtime-config=scheduling.k8s.io/v1alpha2=true" in api
-    assert f"--feature-gates={ALL_GATES}" in gang._controller_manager_argv(pki, ports)
-    assert f"--feature-gates={ALL_GATES}" in gang._scheduler_argv(pki, ports)
+    assert f"--feature-gates={ALL_GATES}" in controller_manager.argv(gated._controller_manager(pki, ports))
+    assert f"--feature-gates={ALL_GATES}" in scheduler.argv(gated._scheduler(ports))
     assert ALL_GATES == ("GenericWorkload=true,GangScheduling=true,WorkloadWithJob=true,"
                          "TopologyAwareWorkloadScheduling=true,WorkloadAwarePreemption=true")
     plain = LocalCluster(tmp_path)
-    for argv in (plain._apiserver_argv(pki, ports), plain._controller_manager_argv(pki, ports),
-                 plain._scheduler_argv(pki, ports)):
+    for argv in (apiserver.argv(plain._apiserver(pki, ports)),
+                 controller_manager.argv(plain._controller_manager(pki, ports)), scheduler.argv(plain._scheduler(ports))):
         assert not [a for a in argv if a.startswith(("--feature-gates", "--runtime-config"))]
 
 
@@ -47,7 +50,7 @@ def test_a_binary_gets_only_the_gates_it_knows(tmp_path: Path, monkeypatch: pyte
     def known(binary: str) -> frozenset[str]:
         return frozenset(GANG_GATES) - ({"WorkloadWithJob"} if binary.endswith("kube-scheduler") else set())
 
-    monkeypatch.setattr(local, "known_feature_gates", known)
+    monkeypatch.setattr(gang, "known_feature_gates", known)
     cluster = LocalCluster(tmp_path, gang_scheduling=True)
     gates = cluster.feature_gates()
     assert gates["kube-scheduler"] == [f"{g}=true" for g in GANG_GATES if g != "WorkloadWithJob"]
@@ -63,9 +66,9 @@ def test_known_feature_gates_parses_help(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\necho '      GangScheduling=true|false (ALPHA - default=false)'\n"
                     "echo '      GenericWorkload=true|false (ALPHA - default=false)'\n")
     fake.chmod(0o755)
-    assert local.known_feature_gates(str(fake)) == {"GangScheduling", "GenericWorkload"}
+    assert gang.known_feature_gates(str(fake)) == {"GangScheduling", "GenericWorkload"}
     # no binary: every gate (the component's own start error then names a refused one)
-    assert local.known_feature_gates(str(tmp_path / "missing")) == frozenset(GANG_GATES)
+    assert gang.known_feature_gates(str(tmp_path / "missing")) == frozenset(GANG_GATES)
 
 
 def test_up_refuses_a_running_cluster_with_other_features(tmp_path: Path) -> None:
@@ -103,21 +106,21 @@ def test_kueue_configuration_golden(tmp_path: Path) -> None:
 
 def test_kueue_argv_runs_in_a_private_mount_namespace(tmp_path: Path) -> None:
     layout = kueue.KueueLayout(tmp_path / "kueue")
-    own = kueue.kueue_argv(Path("/cache/kueue"), layout)
+    own = kueue_component.argv(Path("/cache/kueue"), layout)
     assert own == ["/cache/kueue", f"--config={layout.config}", f"--kubeconfig={layout.kubeconfig}",
                    "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=info"]
-    argv = kueue.namespaced_argv(own, layout)
+    argv = kueue_component.namespaced_argv(own, layout)
     assert argv[1:6] == ["--mount", "--propagation", "private", "--", "/bin/sh"]
     assert argv[-len(own) - 3:] == ["kueue-mount-namespace", str(layout.mount_dir), str(layout.metrics_certs), *own]
     script = argv[7]
     assert "mount -t overlay" in script and 'exec "$@"' in script and "/kueue/metrics/certs" in script
     with pytest.raises(kueue.KueueError, match="overlay mount option"):
-        kueue.namespaced_argv(own, kueue.KueueLayout(tmp_path / "a,b" / "kueue"))
+        kueue_component.namespaced_argv(own, kueue.KueueLayout(tmp_path / "a,b" / "kueue"))
 
 
 @pytest.mark.integration  # starts a process
 def test_namespace_script_is_valid_sh() -> None:
-    subprocess.run(["sh", "-n", "-c", kueue._NAMESPACE_SCRIPT], check=True)
+    subprocess.run(["sh", "-n", "-c", kueue_component._NAMESPACE_SCRIPT], check=True)
 
 
 MANIFESTS = """---

@@ -12,6 +12,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hollowscale.cluster.binaries import binaries, kube_wrapper_gomod
+from hollowscale.cluster.components import apiserver, controller_manager
 from hollowscale.cluster.local import LocalCluster
 from hollowscale.cluster.pki import create_pki
 from hollowscale.cluster.profiles import get_profile
@@ -80,11 +81,11 @@ def test_apiserver_argv_follows_profile(tmp_path: Path) -> None:
     pki = create_pki(tmp_path / "pki")
     ports = dict(zip(["etcd", "etcd-peer", "etcd-metrics", "kube-apiserver", "kube-controller-manager",
                       "kube-scheduler"], free_ports(6), strict=True))
-    default = LocalCluster(tmp_path, profile="default")._apiserver_argv(pki, ports)
-    scale = LocalCluster(tmp_path, profile="scale")._apiserver_argv(pki, ports)
+    default = apiserver.argv(LocalCluster(tmp_path, profile="default")._apiserver(pki, ports))
+    scale = apiserver.argv(LocalCluster(tmp_path, profile="scale")._apiserver(pki, ports))
     assert "--authorization-mode=Node,RBAC" in default
     assert "--max-requests-inflight=0" not in default and "--max-requests-inflight=0" in scale
-    kcm = LocalCluster(tmp_path, profile="scale")._controller_manager_argv(pki, ports)
+    kcm = controller_manager.argv(LocalCluster(tmp_path, profile="scale")._controller_manager(pki, ports))
     assert "--kube-api-qps=5000" in kcm and "--kube-api-burst=10000" in kcm
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hollowscale.cluster import binaries as bins_mod
+from hollowscale.cluster.components import deviceplugin, kubelet
 from hollowscale.cluster.realnode import (
     NODE_KIND_LABEL,
     TAINT_KEY,
@@ -90,7 +91,7 @@ def test_kubelet_config_and_argv(tmp_path: Path) -> None:
     assert cfg["authorization"]["mode"] == "Webhook"
     assert cfg["registerWithTaints"] == [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
     assert cfg["podLogsDir"].startswith(str(lay.base)) and cfg["volumePluginDir"].startswith(str(lay.base))
-    argv = render.kubelet_argv(Path("/bin/kubelet"), lay, NET)
+    argv = kubelet.argv(Path("/bin/kubelet"), lay, NET)
     assert f"--hostname-override={lay.name}" in argv and "--node-ip=10.89.0.1" in argv
     assert f"--root-dir={lay.kubelet_root}" in argv
     assert f"--node-labels={NODE_KIND_LABEL}=real" in argv
@@ -98,7 +99,7 @@ def test_kubelet_config_and_argv(tmp_path: Path) -> None:
 
 def test_deviceplugin_argv_is_the_hook_h3_implements(tmp_path: Path) -> None:
     lay = layout(tmp_path, 3)
-    argv = render.deviceplugin_argv(lay, RealNodeSettings(fake_gpus=4, gpu_model="H100"))
+    argv = deviceplugin.argv(lay, RealNodeSettings(fake_gpus=4, gpu_model="H100"))
     assert argv == [sys.executable, "-m", "hollowscale.deviceplugin", "--kubelet-root", str(lay.kubelet_root),
                     "--node", "hs-real-3", "--fake-gpus", "4", "--gpu-model", "H100"]
     assert lay.plugins_registry == lay.kubelet_root / "plugins_registry"
@@ -247,11 +248,12 @@ def test_apiserver_reaches_kubelets_with_its_own_client_certificate(tmp_path: Pa
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 
+    from hollowscale.cluster.components import apiserver
     from hollowscale.cluster.local import LocalCluster
     from hollowscale.cluster.pki import create_pki
 
     pki = create_pki(tmp_path / "pki")
-    argv = LocalCluster(tmp_path)._apiserver_argv(pki, {"etcd": 1, "kube-apiserver": 2})
+    argv = apiserver.argv(LocalCluster(tmp_path)._apiserver(pki, {"etcd": 1, "kube-apiserver": 2}))
     assert f"--kubelet-client-certificate={pki.apiserver_kubelet_client.cert}" in argv
     assert f"--kubelet-certificate-authority={pki.ca.cert}" in argv
     assert any(a.startswith("--kubelet-preferred-address-types=InternalIP,") for a in argv)

@@ -27,7 +27,10 @@ from pathlib import Path
 
 import yaml
 
-from hollowscale.cluster.pki import issue_cert
+from hollowscale.cluster.components import containerd as containerd_component
+from hollowscale.cluster.components import deviceplugin as deviceplugin_component
+from hollowscale.cluster.components import kubelet as kubelet_component
+from hollowscale.cluster.pki import issue_cert, write_kubeconfig
 from hollowscale.cluster.realnode import host, render
 from hollowscale.cluster.realnode.images import PAUSE_IMAGE, build_node_images, ctr_binary, import_node_images
 from hollowscale.cluster.realnode.layout import NodeLayout, PodNetwork, RealNodeInfo, RealNodeSettings, bridge_name
@@ -78,8 +81,6 @@ def ensure_network(cluster_dir: Path) -> PodNetwork:
 def _prepare(layout: NodeLayout, net: PodNetwork, pki_dir: Path, server: str, ports: tuple[int, int],
              settings: RealNodeSettings) -> None:
     """Dirs, certificates, kubeconfig and config files of one node."""
-    from hollowscale.cluster.local import write_kubeconfig  # local imports this package
-
     layout.check()
     for d in (layout.containerd_root, layout.containerd_state, layout.kubelet_root, layout.cni_conf_dir,
               layout.cni_ipam_dir, layout.pod_logs_dir):
@@ -154,7 +155,7 @@ def start_nodes(cluster_dir: Path, first_index: int, settings: RealNodeSettings,
                             pod_range=f"{start}-{end}", fake_gpus=settings.fake_gpus, gpu_model=settings.gpu_model)
         infos.append(info)
         say(f"starting {layout.component('containerd')}")
-        launch(layout.component("containerd"), render.containerd_argv(Path(containerd), layout))
+        launch(layout.component("containerd"), containerd_component.argv(Path(containerd), layout))
         info.components.append(layout.component("containerd"))
         _wait_containerd(layout, problem, deadline)
         say(f"importing images into {layout.name}")
@@ -163,10 +164,10 @@ def start_nodes(cluster_dir: Path, first_index: int, settings: RealNodeSettings,
         except (RuntimeError, OSError) as exc:
             raise RealNodeError(f"{layout.name}: {exc}") from None
         say(f"starting {layout.component('kubelet')}")
-        launch(layout.component("kubelet"), render.kubelet_argv(kubelet, layout, net))
+        launch(layout.component("kubelet"), kubelet_component.argv(kubelet, layout, net))
         info.components.append(layout.component("kubelet"))
         if settings.fake_gpus > 0:
-            launch(layout.component("deviceplugin"), render.deviceplugin_argv(layout, settings))
+            launch(layout.component("deviceplugin"), deviceplugin_component.argv(layout, settings))
             info.components.append(layout.component("deviceplugin"))
     say(f"waiting for {', '.join(i.name for i in infos)} to be Ready")
     pending = {i.name for i in infos}

@@ -1,4 +1,5 @@
-"""Configuration files and command lines of a real node: containerd, CNI, kubelet, device plugin.
+"""Configuration files of a real node: containerd, CNI, kubelet (their command lines:
+:mod:`hollowscale.cluster.components`).
 
 Pure functions of a :class:`~hollowscale.cluster.realnode.layout.NodeLayout` (unit-tested without
 starting anything).  Why each non-default setting is there:
@@ -30,13 +31,10 @@ address with a certificate from the cluster CA.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from hollowscale.cluster.realnode.layout import (
-    NODE_KIND_LABEL,
-    NODE_KIND_VALUE,
     TAINT_EFFECT,
     TAINT_KEY,
     TAINT_VALUE,
@@ -173,27 +171,3 @@ def kubelet_config(layout: NodeLayout, net: PodNetwork, ca_file: Path, serving: 
         "nodeStatusUpdateFrequency": "10s",
         "shutdownGracePeriod": "0s",
     }
-
-
-def kubelet_argv(kubelet: Path, layout: NodeLayout, net: PodNetwork) -> list[str]:
-    """The kubelet's command line (what the config file cannot say)."""
-    return [
-        str(kubelet),
-        f"--config={layout.kubelet_config}",
-        f"--kubeconfig={layout.kubeconfig}",
-        f"--root-dir={layout.kubelet_root}",
-        f"--hostname-override={layout.name}",
-        f"--node-ip={net.gateway}",
-        f"--node-labels={NODE_KIND_LABEL}={NODE_KIND_VALUE}",
-        "--v=1",
-    ]
-
-
-def containerd_argv(containerd: Path, layout: NodeLayout) -> list[str]:
-    return [str(containerd), f"--config={layout.containerd_config}"]
-
-
-def deviceplugin_argv(layout: NodeLayout, settings: RealNodeSettings) -> list[str]:
-    """The fake device plugin's command line (``python -m hollowscale.deviceplugin``)."""
-    return [sys.executable, "-m", "hollowscale.deviceplugin", "--kubelet-root", str(layout.kubelet_root),
-            "--node", layout.name, "--fake-gpus", str(settings.fake_gpus), "--gpu-model", settings.gpu_model]
