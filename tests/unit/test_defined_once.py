@@ -55,8 +55,9 @@ def _live(pending: set[str] | dict[str, str]) -> set[str]:
 
 def test_the_repository_root_is_computed_only_in_paths() -> None:
     found = {name for name, tree in _modules(PACKAGE).items() if _uses_file(tree)}
-    assert found - _live(ROOT_PENDING) == {"hollowscale/paths.py"}, \
-        "find the repository from hollowscale.paths.REPO_ROOT, not from __file__"
+    assert "hollowscale/paths.py" in found  # the rule sees the one place that may
+    others = sorted(found - _live(ROOT_PENDING) - {"hollowscale/paths.py"})
+    assert not others, f"{others}: take the repository root from hollowscale.paths.REPO_ROOT, not from __file__"
     assert paths.REPO_ROOT == ROOT and (paths.REPO_ROOT / "hollowscale" / "paths.py").is_file()
 
 
@@ -88,8 +89,8 @@ def _formats_numbers(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def test_the_number_formatter_is_written_once() -> None:
     found = {name for name, tree in _modules(PACKAGE).items()
              for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and _formats_numbers(fn)}
-    assert not found - _live(FORMATTER_PENDING) - {"hollowscale/report/numbers.py"}, \
-        "format report figures with hollowscale.report.numbers.number"
+    others = sorted(found - _live(FORMATTER_PENDING) - {"hollowscale/report/numbers.py"})
+    assert not others, f"{others}: format report figures with hollowscale.report.numbers.number (see FORMATTER_PENDING)"
     # the shape is recognised where it is written (the rule is not vacuous)
     sample = ast.parse('def _f(v):\n    return "n/a" if v is None else f"{v:,.3f}".rstrip("0")\n').body[0]
     assert isinstance(sample, ast.FunctionDef) and _formats_numbers(sample)
