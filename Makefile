@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-test setup-distill test lint unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
+.PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
         bench-distill bench-batch bench-scaling bench-plan kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
@@ -27,18 +27,26 @@ setup-test: ## everything the test suite needs: core + extras dev,distill, chrom
 setup-distill: ## what `hollowscale distill` needs: core + PyTorch, Fashion-MNIST (no control plane)
 	@EXTRAS=distill CONTROL_PLANE=0 bash scripts/setup.sh
 
-lint: setup-test ## ruff and mypy on our code
+lint: setup-test lint-only ## ruff and mypy on our code
+
+lint-only:
 	$(VENV)/bin/ruff check kubecore hollowscale hollow loadgen distill tests
 	$(VENV)/bin/mypy kubecore hollowscale hollow loadgen distill
 
-test: setup-test lint ## the whole test suite (unit + integration against the real local control plane)
-	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
+test: ## the suite in timed phases: setup, lint, unit, integration (what .ci/run runs; budget 30 min warm)
+	@TIER=ci PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test.sh
 
-unit: setup-test
+test-e2e: ## the long end-to-end scenarios (marker e2e), timed; run before resolving an issue that touches them
+	@TIER=e2e PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test.sh
+
+setup-unit: ## what the unit tests need: the venv with the dev and distill extras (no control plane, no root)
+	@EXTRAS=dev,distill CONTROL_PLANE=0 bash scripts/setup.sh
+
+unit: setup-unit ## the unit tests: start no process (enforced), need no cluster
 	$(VENV)/bin/pytest -ra -m "not integration" $(PYTEST_ARGS)
 
-integration: setup-test
-	$(VENV)/bin/pytest -ra -m integration $(PYTEST_ARGS)
+integration: setup-test ## the integration tier of make test (real local control plane), without the e2e scenarios
+	$(VENV)/bin/pytest -ra -m "integration and not e2e" $(PYTEST_ARGS)
 
 scale-test: ## run SCENARIO (default scenarios/default.yaml) after setting up what it needs (real nodes, Kueue, PyTorch only when it asks); report in reports/latest/
 	@SCENARIO=$(or $(SCENARIO),scenarios/default.yaml) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) bash scripts/setup.sh

@@ -23,7 +23,7 @@ from clirun import run_cli
 from hollowscale.cluster.local import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]  # a long scenario: make test-e2e
 
 
 def tiny_plan(tmp_path: Path, cluster_prefix: str) -> Path:

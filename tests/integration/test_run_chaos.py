@@ -14,7 +14,7 @@ from clirun import run_cli
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]  # a long scenario: make test-e2e
 
 
 

@@ -21,7 +21,7 @@ from clirun import run_cli
 from waiting import alive
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]  # a long scenario: make test-e2e
 
 
 def short_scenario(tmp_path: Path, cluster_dir: Path) -> Path:

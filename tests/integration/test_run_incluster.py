@@ -34,7 +34,7 @@ from hollowscale.cluster.realnode.images import ctr_binary
 from kubecore.namespaces import RUN_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]  # a long scenario: make test-e2e
 
 
 def kubectl_json(kubectl: list[str], *args: str) -> dict[str, Any]:

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make test / make test-e2e: the suite in timed phases, so every change sees what it costs.
+#   TIER=ci  (make test, what .ci/run runs):   setup, lint, unit, integration
+#   TIER=e2e (make test-e2e):                  setup, e2e (the long end-to-end scenarios)
+# The budget (README "Tests"): .ci/run <= 30 minutes on a machine whose caches `make setup-test` filled.
+# Each phase's wall time is printed as it ends and all of them again at the end, failed run or not.
+# PYTEST_ARGS is passed to every pytest phase.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+TIER="${TIER:-ci}"
+PY=.venv/bin
+PYTEST_ARGS="${PYTEST_ARGS:-}"
+# the slowest tests of each tier are printed: the first place to look when the budget tightens
+DURATIONS="--durations=12 --durations-min=5"
+
+names=()
+secs=()
+results=()
+started_all=$(date +%s)
+
+summary() {
+  local total=$(( $(date +%s) - started_all ))
+  printf '\n\033[1m[test] phase times (%s tier)\033[0m\n' "$TIER"
+  for i in "${!names[@]}"; do
+    printf '  %-12s %5ss  %s\n' "${names[$i]}" "${secs[$i]}" "${results[$i]}"
+  done
+  printf '  %-12s %5ss\n' "total" "$total"
+}
+trap summary EXIT
+
+phase() {  # phase NAME CMD...: run CMD, time it, stop the tier at the first failure
+  local name=$1; shift
+  printf '\n\033[1m[test phase %s]\033[0m %s\n' "$name" "$*"
+  local t0; t0=$(date +%s)
+  "$@"
+  local rc=$?
+  names+=("$name"); secs+=($(( $(date +%s) - t0 ))); results+=("$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")")
+  printf '\033[1m[test phase %s]\033[0m %ss, exit %s\n' "$name" "${secs[-1]}" "$rc"
+  [ $rc = 0 ] || exit $rc
+}
+
+phase setup make --no-print-directory setup-test
+case "$TIER" in
+  ci)
+    phase lint make --no-print-directory lint-only
+    # shellcheck disable=SC2086
+    phase unit $PY/pytest -ra -m "not integration" $DURATIONS $PYTEST_ARGS
+    # shellcheck disable=SC2086
+    phase integration $PY/pytest -ra -m "integration and not e2e" $DURATIONS $PYTEST_ARGS
+    ;;
+  e2e)
+    # shellcheck disable=SC2086
+    phase e2e $PY/pytest -ra -m e2e $DURATIONS $PYTEST_ARGS
+    ;;
+  *) echo "unknown TIER=$TIER (ci or e2e)"; exit 2 ;;
+esac
