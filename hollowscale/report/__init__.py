@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hollowscale.report import html, junit, markdown, perfdata
+from hollowscale.report.sections import ReportSection
 from hollowscale.report.summary import finalize, load_summary, update_latest, write_json
 
 __all__ = ["finalize", "load_summary", "update_latest", "write_json", "write_report"]
 
 
 def write_report(run_dir: Path, summary: dict[str, Any], series: dict[str, Any],
-                 prom_series: dict[str, Any] | None) -> dict[str, Path]:
-    """Write every report file of a (finalized) summary into ``run_dir``."""
+                 prom_series: dict[str, Any] | None, sections: Sequence[ReportSection] = ()) -> dict[str, Path]:
+    """Write every report file of a (finalized) summary into ``run_dir``; ``sections``: the parts of
+    ``summary.md`` and ``report.html`` the run's features add (:mod:`hollowscale.report.sections`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     paths = {
         "summary.json": run_dir / "summary.json",
@@ -24,8 +27,8 @@ def write_report(run_dir: Path, summary: dict[str, Any], series: dict[str, Any],
     }
     write_json(paths["series.json"], {"timeline": series, "prometheus": prom_series})
     write_json(paths["summary.json"], summary)
-    paths["summary.md"].write_text(markdown.render(summary))
+    paths["summary.md"].write_text(markdown.render(summary, sections))
     paths["junit.xml"].write_text(junit.render(summary))
-    paths["report.html"].write_text(html.render(summary, series, prom_series))
+    paths["report.html"].write_text(html.render(summary, series, prom_series, sections))
     perfdata.write_perfdata(run_dir, summary)  # every figure as ClusterLoader2 PerfData in run_dir/perfdata/
     return paths

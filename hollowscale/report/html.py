@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import matplotlib
@@ -19,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from hollowscale.report.distill import html_parts as distill_html
+from hollowscale.report.sections import ReportSection
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -250,7 +251,8 @@ def control_plane_tables(summary: dict[str, Any]) -> list[str]:
     return parts
 
 
-def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[str, Any] | None) -> str:
+def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[str, Any] | None,
+           sections: Sequence[ReportSection] = ()) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
     ok = summary.get("passed")
@@ -278,7 +280,8 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
         parts.append("<figure class='plot' id='plot-control-plane'><figcaption><b>Control plane over time</b> - source: "
                      f"supervisor events, {html.escape(str(cp.get('source', '')))}</figcaption>{cp_svg}</figure>")
     parts += control_plane_tables(summary)
-    parts += distill_html(summary)
+    for section in sections:
+        parts += section.html(summary)
     sources = summary.get("sources") or {}
     rows = []
     for key in ("pod_startup_latency_ms", "pod_scheduling_latency_ms", "job_completion_time_s", "gpu_queue_wait_s"):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from hollowscale.report.distill import markdown_lines as distill_markdown
 from hollowscale.report.numbers import number
+from hollowscale.report.sections import ReportSection
 
 
 def control_plane_lines(summary: dict[str, Any]) -> list[str]:
@@ -35,7 +36,7 @@ def control_plane_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(summary: dict[str, Any]) -> str:
+def render(summary: dict[str, Any], sections: Sequence[ReportSection] = ()) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
     verdict = "PASSED" if summary.get("passed") else "FAILED"
@@ -85,7 +86,8 @@ def render(summary: dict[str, Any]) -> str:
     if cc:
         lines.append(f"- cross-check watch vs Prometheus bindings: {cc.get('verdict', 'n/a')}")
     lines += control_plane_lines(summary)
-    lines += distill_markdown(summary)
+    for section in sections:
+        lines += section.markdown(summary)
     api = m.get("api_latency_ms") or {}
     if api:
         lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "", "| verb | requests | p50 ms | p99 ms |",

@@ -33,6 +33,9 @@ from typing import Any
 
 import requests
 
+from hollowscale.distilljobs.jobs import DistillJobs
+from hollowscale.distilljobs.prepare import add_distill_section, build_distill_jobs
+from hollowscale.distilljobs.report import DistillJobsSection
 from hollowscale.measure.leaders import LeaderWatch
 from hollowscale.measure.prom import PrometheusServer, Target, targets_from_metrics
 from hollowscale.measure.timeline import TimelineCollector
@@ -40,8 +43,6 @@ from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.agents import Agents
 from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.run.children import Children
-from hollowscale.run.distilljobs import DistillJobs
-from hollowscale.run.distillsetup import add_distill_section, build_distill_jobs
 from hollowscale.run.loadwatch import CreateFailureWatch
 from hollowscale.run.progress import Progress
 from hollowscale.run.resources import ResourceSampler
@@ -623,7 +624,7 @@ class Runner:
                 summary["errors"] = self.errors
                 if self.incluster is not None:  # the teardown's figures came after the report was assembled
                     summary["incluster"] = self.incluster.section()
-                write_report(self.run_dir, summary, series, prom_series)
+                write_report(self.run_dir, summary, series, prom_series, sections=(DistillJobsSection(),))
                 if self.point_latest:
                     update_latest(self.out_root, self.run_dir)
                 signal.signal(signal.SIGINT, old_int)

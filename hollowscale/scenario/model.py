@@ -417,7 +417,7 @@ class ScenarioFile(Spec):
             problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)"))
         if self.distill_jobs and self.variants:
             problems.append((("distill_jobs",), "expected no variants with distill_jobs (one cluster, one set of jobs)"))
-        if self.distill_jobs:  # the run claims <cluster.namespace>-distill (hollowscale.run.distillsetup)
+        if self.distill_jobs:  # the run claims <cluster.namespace>-distill (hollowscale.distilljobs.prepare)
             derived = f"{self.cluster.namespace}-distill"[:63]
             try:
                 _NAMESPACE.validate_python(derived)

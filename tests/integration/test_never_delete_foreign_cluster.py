@@ -277,9 +277,9 @@ def test_batch_objects_delete_only_the_objects_they_made(cluster: ClusterInfo) -
 
 def test_an_in_cluster_ledger_and_distill_jobs_delete_only_what_they_made(cluster: ClusterInfo,
                                                                           tmp_path: Path) -> None:
+    from hollowscale.distilljobs.jobs import DistillJobs
+    from hollowscale.distilljobs.manifests import RenderSettings
     from hollowscale.incluster.objects import ObjectLedger
-    from hollowscale.run.distilljobs import DistillJobs
-    from hollowscale.run.distillmanifests import RenderSettings
     from hollowscale.scenario.distill import DistillJobSpec
 
     api = Api(cluster)

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hollowscale.run.distillmanifests import JOB_LABEL, RenderSettings, load_manifests, render_job
-from hollowscale.run.distillreport import bench_reference, job_report, measurements, parse_log, rate_series
+from hollowscale.distilljobs.figures import bench_reference, job_report, measurements, parse_log, rate_series
+from hollowscale.distilljobs.manifests import JOB_LABEL, RenderSettings, load_manifests, render_job
+from hollowscale.distilljobs.report import DistillJobsSection
+from hollowscale.report import finalize, write_report
 from hollowscale.scenario.distill import DistillJobSpec
 from hollowscale.scenario.validate import parse_scenario
 from kubecore.namespaces import RUN_LABEL
@@ -169,6 +171,23 @@ def test_job_report_verdicts(tmp_path: Path) -> None:
     assert rep["problems"] == ["student pod Failed", "no result line in the student's log"]
     m = measurements([rep])
     assert m["failed_jobs"] == 1 and m["lost_samples"] is None
+
+
+def test_the_jobs_section_reaches_the_report_only_through_the_section_handed_to_it(tmp_path: Path) -> None:
+    student = _pod("s", "student", "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z", phase="Succeeded")
+    result = json.dumps({"test_accuracy": 0.885, "samples_per_s": 1000.0, "lost_samples": 0, "duplicate_samples": 0})
+    progress = "\n".join(json.dumps({"t": t, "samples": 100 * t, "epoch": 0}) for t in range(10))
+    job = job_report(DistillJobSpec(name="a"), 0.0, progress + "\n" + result, student, [], [(1.0, 2, 2), (5.0, 1, 2)],
+                     [{"t": 4.0, "event": "teacher-kill", "pod": "t1"}], None, "s", _bench(tmp_path))
+    summary = finalize({"run_id": "r", "scenario": "s", "complete": True, "cluster": {}, "measurements": {},
+                        "distill_jobs": [job]}, [])
+    plain = write_report(tmp_path / "plain", summary, {}, None)
+    assert "Real distillation jobs" not in plain["summary.md"].read_text()
+    with_jobs = write_report(tmp_path / "jobs", summary, {}, None, sections=(DistillJobsSection(),))
+    md = with_jobs["summary.md"].read_text()
+    assert "## Real distillation jobs (on real nodes)" in md and "| teacher faults | kill t1 at 4.0 s |" in md
+    page = with_jobs["report.html"].read_text()
+    assert "<h3>a</h3>" in page and "id='plot-distill-a'" in page
 
 
 def test_gang_render_puts_student_and_teachers_in_one_group() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from hollowscale.run.distilljobs import DistillJobs
-from hollowscale.run.distillmanifests import RenderSettings
-from hollowscale.run.distillreport import measurements
+from hollowscale.distilljobs.figures import measurements
+from hollowscale.distilljobs.jobs import DistillJobs
+from hollowscale.distilljobs.manifests import RenderSettings
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim, claim_namespace

@@ -4,7 +4,7 @@ The files under ``deploy/distill`` are what a user applies by hand (``kubectl ap
 renders the *same* files per job instead of keeping a second copy of them in code: names get the
 job's suffix, every object the run's label (so an existing namespace is cleaned of exactly what the
 run made), selectors the job's label (two jobs' teachers never mix), and the student its training
-flags.  Pure functions: the run's side effects live in :mod:`hollowscale.run.distilljobs`.
+flags.  Pure functions: the run's side effects live in :mod:`hollowscale.distilljobs.jobs`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any
 
 import yaml
 
+from hollowscale.paths import REPO_ROOT
 from hollowscale.scenario.distill import DistillJobSpec
 from kubecore.namespaces import RUN_LABEL
 from loadgen.workloads import ANN_GANG_MIN, GANG_TEMPLATE, LABEL_GANG, SCHEDULING_API
 
-DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "distill"
+DEPLOY_DIR = REPO_ROOT / "deploy" / "distill"
 MANIFESTS = ("rbac.yaml", "teachers.yaml", "student.yaml")
 JOB_LABEL = "distill.hollowscale.io/job"
 TEACHER = "distill-teacher"

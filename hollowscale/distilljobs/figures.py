@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from hollow.clock import parse_rfc3339
+from hollowscale.paths import REPO_ROOT
 from hollowscale.scenario.distill import DistillJobSpec
 
-BENCH_FILE = Path(__file__).resolve().parents[2] / "reports" / "bench" / "distill.json"
+BENCH_FILE = REPO_ROOT / "reports" / "bench" / "distill.json"
 BIN_S = 2.0
 
 

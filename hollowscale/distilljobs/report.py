@@ -15,13 +15,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from hollowscale.report.html import svg
+from hollowscale.report.numbers import number
+
 
 def _f(v: Any, nd: int = 2) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.{nd}f}"
-    return str(v)
+    """A figure of the section: two decimals unless told, whole numbers as they are."""
+    return number(v, nd, group_ints=False)
 
 
 def _rows(j: dict[str, Any]) -> list[tuple[str, str]]:
@@ -68,8 +68,6 @@ def plot_svg(j: dict[str, Any]) -> str | None:
     teachers = j.get("teacher_series") or []
     if not rate and not teachers:
         return None
-    from hollowscale.report.html import svg as _svg
-
     fig, ax = plt.subplots(figsize=(8, 3))
     if rate:
         ax.plot([t for t, _ in rate], [v for _, v in rate], color="tab:blue", lw=1.2, label="student samples/s")
@@ -88,7 +86,7 @@ def plot_svg(j: dict[str, Any]) -> str | None:
             ax.axvline(e["t"], color="red" if e["event"] == "teacher-kill" else "purple", lw=0.8, ls="--")
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="lower left", fontsize=7)
-    return _svg(fig)
+    return svg(fig)
 
 
 def html_parts(summary: dict[str, Any]) -> list[str]:
@@ -107,3 +105,14 @@ def html_parts(summary: dict[str, Any]) -> list[str]:
                          "teacher Service's EndpointSlices sampled each second; red: teacher killed, purple: "
                          f"teachers scaled</figcaption>{svg}</figure>")
     return parts
+
+
+class DistillJobsSection:
+    """This section as the report takes it (:class:`hollowscale.report.sections.ReportSection`): the
+    report's floor renders what every run has and asks each feature of the run for its own part."""
+
+    def markdown(self, summary: dict[str, Any]) -> list[str]:
+        return markdown_lines(summary)
+
+    def html(self, summary: dict[str, Any]) -> list[str]:
+        return html_parts(summary)

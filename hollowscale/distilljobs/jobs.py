@@ -27,7 +27,8 @@ from typing import Any
 import orjson
 import requests
 
-from hollowscale.run.distillmanifests import (
+from hollowscale.distilljobs.figures import job_report
+from hollowscale.distilljobs.manifests import (
     JOB_LABEL,
     RenderSettings,
     render_job,
@@ -269,9 +270,7 @@ class DistillJobs:
         return r.text if r.status_code == 200 else ""
 
     def report(self, t0: float) -> list[dict[str, Any]]:
-        """Each job's section of the run report (see :func:`hollowscale.run.distillreport.job_report`)."""
-        from hollowscale.run.distillreport import job_report
-
+        """Each job's section of the run report (see :func:`hollowscale.distilljobs.figures.job_report`)."""
         out = []
         for name, state in self.jobs.items():
             job_doc: dict[str, Any] = {}
