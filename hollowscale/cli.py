@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -106,7 +107,19 @@ def _setup_progress(update: Callable[[str], None], quiet_s: float = 60.0) -> Cal
     return progress
 
 
-@main.group()
+class _ClusterCommands(click.Group):
+    """The cluster commands: a folder or state that is not a cluster of ours (``ClusterError``) is one line
+    and exit 1 from any of them, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ClusterError as exc:
+            console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+
+
+@main.group(cls=_ClusterCommands)
 def cluster() -> None:
     """The embedded local control plane (etcd, kube-apiserver, controller-manager, scheduler)."""
 

@@ -390,3 +390,17 @@ def test_only_log_links_into_the_real_nodes_folder_are_the_clusters(tmp_path: Pa
     assert not is_ours(str(tmp_path / "c" / "realx" / "y.log"), cluster)
     assert not is_ours("/var/log/pods/another-kubelet/z.log", cluster)
     assert not is_ours(str(cluster / "real" / ".." / ".." / "elsewhere.log"), cluster)
+
+
+@pytest.mark.parametrize("command", [["status"], ["fault", "kill", "kube-apiserver"], ["down"]])
+def test_cluster_commands_on_someone_elses_state_say_so_in_one_line(tmp_path: Path, command: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from hollowscale.cli import main
+
+    (tmp_path / "state.json").write_text('{"someone": "else"}')
+    result = CliRunner().invoke(main, ["cluster", *command, "--dir", str(tmp_path)])
+    assert result.exit_code in (1, 3), result.output
+    assert ("Traceback" not in result.output and result.exception is None) or isinstance(result.exception, SystemExit)
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert (tmp_path / "state.json").read_text() == '{"someone": "else"}'
