@@ -33,6 +33,7 @@ from typing import Any
 
 import requests
 
+from hollowscale.batch.objects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.distilljobs.jobs import DistillJobs
 from hollowscale.distilljobs.prepare import add_distill_section, build_distill_jobs
 from hollowscale.distilljobs.report import DistillJobsSection
@@ -41,7 +42,6 @@ from hollowscale.measure.prom import PrometheusServer, Target, targets_from_metr
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.report import finalize, update_latest, write_report
 from hollowscale.run.agents import Agents
-from hollowscale.run.batchobjects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.run.children import Children
 from hollowscale.run.loadwatch import CreateFailureWatch
 from hollowscale.run.progress import Progress

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale import __version__
-from hollowscale.measure.batch import batch_measurements, crosscheck_counts
-from hollowscale.measure.batchprom import batch_crosscheck, batch_prom_series, kueue_figures, scheduler_batch_figures
+from hollowscale.batch import summary as batch
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.integrity import integrity, read_audit
 from hollowscale.measure.prom import PromQueries
@@ -124,12 +123,6 @@ RECOVERY_SOURCE = ("timeline: per fault, the binding rate over the 30 s before i
                    "window at or after the fault below 90% of the level (the dip, looked for up to 60 s after "
                    "the fault ends); recovery_s = start of the first 5 s window after the dip back at >= 90% "
                    "(windows slide by 0.5 s; 0 when the rate never dipped)")
-
-
-def is_batch(sc: Scenario) -> bool:
-    """Whether the batch figures apply: tenants, priority classes, gang or queued workloads, features on."""
-    return bool(sc.tenants or sc.priority_classes or sc.variant or sc.cluster.gang_scheduling or sc.cluster.kueue
-                or any(w.gang is not None or w.queued for w in sc.workloads))
 
 
 def control_plane_section(f: RunFacts, t0: float) -> dict[str, Any]:
@@ -242,10 +235,8 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
             sources["integrity"] = ("the apiserver's audit log (creates of Jobs, pods and pods/binding answered 201 in "
                                     "the run's namespace, every apiserver process of the run) against the watch "
                                     "timeline's records")
-        if is_batch(sc):
-            bm = batch_measurements(pods, jobs, gpus_by_flavor=sc.gpus_by_pool(), deserved_share=sc.deserved_shares(),
-                                    start_ms=t0 * 1000.0, end_ms=f.t_end * 1000.0,
-                                    step_s=sc.measurements.sample_interval_s)
+        if batch.applies(sc):
+            bm = batch.timeline_figures(sc, pods, jobs, t0 * 1000.0, f.t_end * 1000.0)
             measurements["batch"] = bm["measurements"]
             series["batch"] = bm["series"]
             sources["batch"] = bm["sources"]
@@ -275,16 +266,10 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                 watch_bound = sum(1 for p in pods if p.scheduled_ms is not None and lo <= p.scheduled_ms <= hi)
             measurements["crosscheck"] = crosscheck(watch_bound, b, sc.measurements.crosscheck_tolerance_pct)
             prom_series = pq.api_series(t0, f.t_end, max(interval, 1.0))
-            if is_batch(sc):
-                kq = kueue_figures(pq, ws, f.t_end, step_s=interval) if sc.cluster.kueue else None
-                sq = scheduler_batch_figures(pq, ws, f.t_end)
-                measurements["batch_prometheus"] = {"kueue": kq, "scheduler": sq}
-                if f.collector is not None:
-                    bpods, bjobs = f.collector.timeline.snapshot()
-                    measurements["batch_crosscheck"] = batch_crosscheck(
-                        crosscheck_counts(bpods, bjobs, ws * 1000.0, f.t_end * 1000.0), kq, sq,
-                        sc.measurements.crosscheck_tolerance_pct)
-                prom_series["batch"] = batch_prom_series(pq, t0, f.t_end, max(interval, 1.0))
+            if batch.applies(sc):
+                figures, prom_series["batch"] = batch.prometheus_figures(
+                    sc, pq, ws, f.t_end, t0, f.collector.timeline if f.collector is not None else None)
+                measurements.update(figures)
             summary["prometheus"] = {"url": f.prometheus_url, "window": [ws, f.t_end],
                                      "targets": f.prometheus_targets, "api_by_verb_resource": api["by_verb_resource"]}
             sources["api_latency_ms"] = api["queries"]

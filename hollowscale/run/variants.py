@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hollowscale.batch.comparison import write_comparison
 from hollowscale.report import update_latest
-from hollowscale.report.comparison import write_comparison
 from hollowscale.run.orchestrator import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, EXIT_SLO_FAILED, Runner
 from hollowscale.scenario import Scenario
 

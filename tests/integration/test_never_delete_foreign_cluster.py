@@ -19,9 +19,9 @@ import yaml
 from waiting import wait_until
 
 from hollow.process import start_agent
+from hollowscale.batch.objects import BatchObjectError, BatchObjects
 from hollowscale.cluster.clusterdir import MARKER, OWN_ENTRIES
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
-from hollowscale.run.batchobjects import BatchObjectError, BatchObjects
 from kubecore.config import load_endpoint
 from kubecore.namespaces import RUN_LABEL, NamespaceError, claim_namespace, release_namespace
 from kubecore.watch import session_for

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hollowscale.report.comparison import comparison_doc, render_html, render_markdown, write_comparison
-from hollowscale.run.batchobjects import (
+from hollowscale.batch.comparison import comparison_doc, render_html, render_markdown, write_comparison
+from hollowscale.batch.objects import (
     cluster_queue_name,
     covered_resources,
     kueue_objects,
@@ -151,7 +151,7 @@ def test_comparison_report(tmp_path: Path) -> None:
 
 
 def test_volcano_scenario_renders_volcano_jobs_and_queues() -> None:
-    from hollowscale.run.batchobjects import volcano_objects
+    from hollowscale.batch.objects import volcano_objects
     from loadgen.workloads import WorkloadMix
 
     doc = yaml.safe_load((ROOT / "scenarios" / "gang-contention.yaml").read_text())

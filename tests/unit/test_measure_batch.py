@@ -1,5 +1,5 @@
 """Batch scheduling figures: the Timeline fed real-shaped Job/Pod JSON (Kueue admission, eviction,
-re-admission; DisruptionTarget), and :mod:`hollowscale.measure.batch` over synthetic records."""
+re-admission; DisruptionTarget), and :mod:`hollowscale.batch.figures` over synthetic records."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from hollowscale.measure.batch import BATCH_SOURCES, batch_measurements
-from hollowscale.measure.batchprom import batch_crosscheck, batch_prom_series, kueue_figures, scheduler_batch_figures
+from hollowscale.batch.figures import BATCH_SOURCES, batch_measurements
+from hollowscale.batch.promfigures import batch_crosscheck, batch_prom_series, kueue_figures, scheduler_batch_figures
 from hollowscale.measure.prom import PromQueries
 from hollowscale.measure.timeline import JobRecord, PodRecord, Timeline, TimelineCollector
 from kubecore.config import KubeEndpoint

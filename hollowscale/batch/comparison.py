@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hollowscale.report.numbers import number
 from hollowscale.report.summary import lookup, write_json
 
 #: (label, path in measurements, better direction); per-priority queue waits are added per run
@@ -82,11 +83,8 @@ def comparison_doc(scenario_name: str, variants: list[tuple[str, dict[str, Any]]
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    return str(v)
+    """A figure of the comparison: two decimals, whole numbers as they are."""
+    return number(v, 2, group_ints=False)
 
 
 def render_markdown(doc: dict[str, Any]) -> str:

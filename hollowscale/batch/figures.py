@@ -561,7 +561,7 @@ def _accounting(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], instances:
 def crosscheck_counts(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: float,
                       end_ms: float) -> dict[str, Any]:
     """What the timeline saw in [start_ms, end_ms] that Kueue and the scheduler count too (for
-    :func:`hollowscale.measure.batchprom.batch_crosscheck`; pass the window of the Prometheus queries)."""
+    :func:`hollowscale.batch.promfigures.batch_crosscheck`; pass the window of the Prometheus queries)."""
     admissions = evictions = 0
     for j in jobs:
         if not j.queue:

@@ -1,5 +1,5 @@
 """PromQL for batch scheduling: kube-scheduler's pod-group and preemption metrics, Kueue's queue
-metrics, and their cross-check with the watch timeline (:func:`hollowscale.measure.batch.crosscheck_counts`).
+metrics, and their cross-check with the watch timeline (:func:`hollowscale.batch.figures.crosscheck_counts`).
 
 Metric names and labels, as the pinned sources define them:
 
@@ -213,7 +213,7 @@ def compare(name: str, watch: float | None, prom: float | None, tolerance_pct: f
 
 def batch_crosscheck(counts: dict[str, Any], kueue: dict[str, Any] | None, scheduler: dict[str, Any] | None,
                      tolerance_pct: float) -> dict[str, Any]:
-    """Timeline counts (:func:`hollowscale.measure.batch.crosscheck_counts` over the SAME window as the
+    """Timeline counts (:func:`hollowscale.batch.figures.crosscheck_counts` over the SAME window as the
     Prometheus queries) against Kueue's and the scheduler's counters.
 
     Checks: ``kueue_admissions`` (Job admissions incl. re-admissions vs ``kueue_admitted_workloads_total``),
