@@ -51,9 +51,10 @@ import yaml
 
 from hollowscale.paths import REPO_ROOT
 from hollowscale.report import baseline as bl
+from hollowscale.report.jsonfile import load_summary, write_json
+from hollowscale.report.latest import update_latest
 from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
 from hollowscale.report.perfdata import write_perfdata
-from hollowscale.report.summary import load_summary, update_latest, write_json
 
 DEFAULT_SET = REPO_ROOT / "scenarios" / "nightly" / "set.yaml"
 DEFAULT_MAX_REGRESSION_PCT = 10.0

@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hollowscale.report.jsonfile import write_json
 from hollowscale.report.numbers import number
-from hollowscale.report.summary import lookup, write_json
+from hollowscale.report.verdicts import lookup
 
 #: (label, path in measurements, better direction); per-priority queue waits are added per run
 FIGURES: tuple[tuple[str, str, str], ...] = (

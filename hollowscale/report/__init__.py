@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale.report import html, junit, markdown, perfdata
+from hollowscale.report.jsonfile import load_summary, write_json
+from hollowscale.report.latest import update_latest
 from hollowscale.report.sections import ReportSection
-from hollowscale.report.summary import finalize, load_summary, update_latest, write_json
+from hollowscale.report.verdicts import finalize
 
 __all__ = ["finalize", "load_summary", "update_latest", "write_json", "write_report"]
 

@@ -2,7 +2,7 @@
 
 One run says nothing about noise: on a shared machine the same scenario's pod startup p99 moves by tens of
 percent from one run to the next.  A baseline here holds, per scenario and per compared figure (the figures
-of :mod:`hollowscale.report.compare`), the values of N repeat runs and their **median and min..max band**.
+of :mod:`hollowscale.report.regressions`), the values of N repeat runs and their **median and min..max band**.
 
 Why min/max and not the MAD: nightly baselines hold 3-5 repeats.  With so few values the MAD is degenerate
 (for 3 values it is the smaller of the two non-zero deviations from the median; two equal values make it 0),
@@ -33,9 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hollowscale.report.compare import FIGURES, HIGHER, LOWER, change
+from hollowscale.report.jsonfile import load_summary, write_json
 from hollowscale.report.numbers import number, percent
-from hollowscale.report.summary import load_summary, lookup, write_json
+from hollowscale.report.regressions import FIGURES, HIGHER, LOWER, change
+from hollowscale.report.verdicts import lookup
 
 KIND = "hollowscale-baseline"
 SCHEMA_VERSION = 1

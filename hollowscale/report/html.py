@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from hollowscale.report.numbers import number
 from hollowscale.report.sections import ReportSection
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
@@ -196,11 +197,8 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def _v(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.3f}".rstrip("0").rstrip(".")
-    return html.escape(str(v))
+    """A figure in a table cell: three decimals at most, HTML-escaped."""
+    return html.escape(number(v, 3, trim=True, group_ints=False))
 
 
 def control_plane_tables(summary: dict[str, Any]) -> list[str]:

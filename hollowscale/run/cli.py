@@ -89,8 +89,8 @@ def compare_cmd(base: str, new: str, max_regression: float) -> None:
     then a figure regresses only when NEW is past the band of the repeats AND beyond --max-regression.
     """
     from hollowscale.report.baseline import compare_cli, is_baseline
-    from hollowscale.report.compare import compare, render_table
-    from hollowscale.report.summary import load_summary
+    from hollowscale.report.jsonfile import load_summary
+    from hollowscale.report.regressions import compare, render_table
 
     console = Console(width=140)
     if is_baseline(Path(base)):
@@ -123,8 +123,8 @@ def _compare_variants(base: Path, new: Path, max_regression: float, console: Con
     comparison figures side by side; exit 1 on a regression in any variant."""
     import json
 
-    from hollowscale.report.compare import compare, render_table
-    from hollowscale.report.summary import load_summary
+    from hollowscale.report.jsonfile import load_summary
+    from hollowscale.report.regressions import compare, render_table
 
     b_doc = json.loads((base / "comparison.json").read_text())
     n_doc = json.loads((new / "comparison.json").read_text())

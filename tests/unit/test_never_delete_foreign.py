@@ -249,7 +249,7 @@ def _run(root: Path, name: str) -> Path:
 
 
 def test_latest_moves_from_run_to_run_as_a_relative_link(tmp_path: Path) -> None:
-    from hollowscale.report.summary import update_latest
+    from hollowscale.report.latest import update_latest
 
     first, second = _run(tmp_path, "r1"), _run(tmp_path, "r2")
     assert update_latest(tmp_path, first) == tmp_path / "latest"
@@ -259,7 +259,7 @@ def test_latest_moves_from_run_to_run_as_a_relative_link(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("kind", ["folder", "file", "link elsewhere"])
 def test_a_latest_someone_else_made_is_left_as_it_is(tmp_path: Path, kind: str) -> None:
-    from hollowscale.report.summary import update_latest
+    from hollowscale.report.latest import update_latest
 
     latest = tmp_path / "latest"
     if kind == "folder":
@@ -285,17 +285,17 @@ def test_where_links_fail_latest_is_a_marked_copy_replaced_by_the_next(tmp_path:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from hollowscale.report import summary
+    from hollowscale.report import latest as latest_module
 
     def no_links(*_a: object) -> None:
         raise OSError("links not supported here")
 
     monkeypatch.setattr(os, "symlink", no_links)
-    summary.update_latest(tmp_path, _run(tmp_path, "r1"))
-    summary.update_latest(tmp_path, _run(tmp_path, "r2"))
+    latest_module.update_latest(tmp_path, _run(tmp_path, "r1"))
+    latest_module.update_latest(tmp_path, _run(tmp_path, "r2"))
     latest = tmp_path / "latest"
-    assert (latest / summary.LATEST_COPY_MARKER).is_file() and (latest / "summary.json").is_file()
-    assert "r2" in (latest / summary.LATEST_COPY_MARKER).read_text()
+    assert (latest / latest_module.LATEST_COPY_MARKER).is_file() and (latest / "summary.json").is_file()
+    assert "r2" in (latest / latest_module.LATEST_COPY_MARKER).read_text()
 
 
 # ------------------------------------------------------------------------------------------ plan folders

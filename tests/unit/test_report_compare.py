@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from hollowscale.report.compare import change, compare
+from hollowscale.report.regressions import change, compare
 from hollowscale.run.cli import compare_cmd
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "compare"

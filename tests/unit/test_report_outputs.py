@@ -13,7 +13,7 @@ from browser import check_page
 from hollowscale.measure.derive import percentile, throughput, timeline_measurements
 from hollowscale.measure.timeline import Timeline
 from hollowscale.report import finalize, update_latest, write_report
-from hollowscale.report.summary import REQUIRED, evaluate_slos, lookup
+from hollowscale.report.verdicts import REQUIRED, evaluate_slos, lookup
 from hollowscale.scenario import DEFAULT_SLOS, SloSpec
 
 T0 = 1_700_000_000_000.0

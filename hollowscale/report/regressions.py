@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hollowscale.report.summary import lookup
+from hollowscale.report.numbers import number, percent
+from hollowscale.report.verdicts import lookup
 
 LOWER = "lower"
 HIGHER = "higher"
@@ -97,11 +98,8 @@ def render_table(rows: list[Row], base_name: str, new_name: str) -> Any:
     for col in ("figure", "better", "base", "new", "change", "verdict"):
         t.add_column(col, justify="right" if col in ("base", "new", "change") else "left")
     for r in rows:
-        ch = "n/a" if r.change_pct is None else ("+inf" if r.change_pct == float("inf") else f"{r.change_pct:+.1f}%")
         verdict = "[red]REGRESSION[/red]" if r.regressed else ("[dim]" + r.note + "[/dim]" if r.note else "ok")
-        t.add_row(r.metric, r.better, _f(r.base), _f(r.new), ch, verdict)
+        t.add_row(r.metric, r.better, number(r.base, 3, trim=True), number(r.new, 3, trim=True), percent(r.change_pct),
+                  verdict)
     return t
 
-
-def _f(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:,.3f}".rstrip("0").rstrip(".")
