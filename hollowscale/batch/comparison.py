@@ -163,10 +163,10 @@ def render_html(doc: dict[str, Any], variants: list[tuple[str, dict[str, Any]]])
     return "\n".join(parts)
 
 
-def write_comparison(parent: Path, scenario: Any, runs: list[tuple[str, Path]]) -> dict[str, Path]:
+def write_comparison(parent: Path, scenario_name: str, runs: list[tuple[str, Path]]) -> dict[str, Path]:
     """Write ``comparison.{json,md,html}`` into ``parent`` from the variants' run folders."""
     loaded = [(name, *_load(run_dir)) for name, run_dir in runs]
-    doc = comparison_doc(getattr(scenario, "name", str(scenario)), [(n, s) for n, s, _ in loaded])
+    doc = comparison_doc(scenario_name, [(n, s) for n, s, _ in loaded])
     paths = {"json": parent / "comparison.json", "md": parent / "comparison.md", "html": parent / "comparison.html"}
     write_json(paths["json"], doc)
     paths["md"].write_text(render_markdown(doc))

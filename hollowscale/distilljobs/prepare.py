@@ -1,4 +1,4 @@
-"""What a run with ``distill_jobs`` does before and after the load, kept out of the orchestrator.
+"""What a run with ``distill_jobs`` prepares before the load, and the jobs' part of its summary after it.
 
 Before: the distill image is built (cached by content) and imported into every real node's
 containerd (there is no registry), the teacher checkpoint is made sure of (the bench's: trained once
@@ -10,7 +10,7 @@ one is used as it is and only the run's objects are deleted), and the objects ar
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,19 +32,13 @@ def distill_namespace(sc: Scenario) -> str:
     return f"{sc.cluster.namespace}-distill"[:63]
 
 
-def real_node_sockets(cluster_info: Any) -> list[str]:
-    """The containerd sockets of the local cluster's real nodes."""
-    nodes = list(getattr(cluster_info, "real_nodes", None) or [])
-    return [str(n["containerd_socket"] if isinstance(n, dict) else n.containerd_socket) for n in nodes]
-
-
-def build_distill_jobs(sc: Scenario, cluster_info: Any, endpoint: KubeEndpoint, run_id: str,
+def build_distill_jobs(sc: Scenario, sockets: Sequence[str], endpoint: KubeEndpoint, run_id: str,
                        claims: list[NamespaceClaim], log: Callable[[str], None]) -> DistillJobs:
-    """Image on the nodes, checkpoint, namespace (appended to ``claims``), rendered jobs; nothing created yet."""
+    """Image on the real nodes (``sockets``: their containerd sockets), checkpoint, namespace (appended to
+    ``claims``), rendered jobs; nothing created yet."""
     if importlib.util.find_spec("torch") is None:
         raise DistillSetupError("distill_jobs need PyTorch here to train the teacher checkpoint once: run "
                                 "`make setup-distill` (or `make setup-test`)")
-    sockets = real_node_sockets(cluster_info)
     if not sockets:
         raise DistillSetupError("distill_jobs need real nodes, and the cluster has none (cluster.real_nodes; a "
                                 "cluster started earlier without them must be stopped: hollowscale cluster down)")

@@ -10,12 +10,14 @@ figures of the report; every query string is returned with its value so the repo
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
 import subprocess
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC
@@ -99,6 +101,35 @@ class PrometheusError(RuntimeError):
     pass
 
 
+def targets_health(url: str) -> dict[str, str]:
+    """job -> health ('up', 'down: <error>', 'unknown') of the active targets of the Prometheus at ``url``."""
+    with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=5) as r:
+        doc = json.loads(r.read())
+    out = {}
+    for t in doc["data"]["activeTargets"]:
+        job = t["labels"].get("job", "?")
+        h = t.get("health", "unknown")
+        out[job if job not in out else f"{job}@{t['labels'].get('instance')}"] = (
+            h if h == "up" else f"{h}: {t.get('lastError', '')}")
+    return out
+
+
+def wait_scraped(url: str, timeout_s: float = 30.0) -> dict[str, str]:
+    """Wait until every target of the Prometheus at ``url`` has been scraped successfully once (bounded);
+    returns the health."""
+    deadline = time.monotonic() + timeout_s
+    health: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        try:
+            health = targets_health(url)
+        except OSError:
+            health = {}
+        if health and all(h == "up" for h in health.values()):
+            return health
+        time.sleep(0.5)
+    return health
+
+
 class PrometheusServer:
     """A Prometheus process owned by one run (TSDB and log in ``folder``)."""
 
@@ -128,8 +159,6 @@ class PrometheusServer:
             self.folder / "prometheus.log",
         )
         deadline = time.monotonic() + timeout_s
-        import urllib.request
-
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise PrometheusError(f"prometheus exited with {self.proc.returncode}; see {self.folder / 'prometheus.log'}")
@@ -143,33 +172,18 @@ class PrometheusServer:
         raise PrometheusError(f"prometheus not ready after {timeout_s:g}s")
 
     def targets_health(self) -> dict[str, str]:
-        """job -> health ('up', 'down: <error>', 'unknown') of the active targets."""
-        import json
-        import urllib.request
-
-        with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=5) as r:
-            doc = json.loads(r.read())
-        out = {}
-        for t in doc["data"]["activeTargets"]:
-            job = t["labels"].get("job", "?")
-            h = t.get("health", "unknown")
-            out[job if job not in out else f"{job}@{t['labels'].get('instance')}"] = (
-                h if h == "up" else f"{h}: {t.get('lastError', '')}")
-        return out
+        """job -> health of the active targets (:func:`targets_health`)."""
+        return targets_health(self.url)
 
     def wait_scraped(self, timeout_s: float = 30.0) -> dict[str, str]:
-        """Wait until every target has been scraped successfully once (bounded); returns the health."""
-        deadline = time.monotonic() + timeout_s
-        health: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            try:
-                health = self.targets_health()
-            except OSError:
-                health = {}
-            if health and all(h == "up" for h in health.values()):
-                return health
-            time.sleep(0.5)
-        return health
+        """Until every target was scraped once (:func:`wait_scraped`); the health."""
+        return wait_scraped(self.url, timeout_s)
+
+    def exited(self) -> str | None:
+        """Why this Prometheus no longer serves (its process exited), or None while it runs."""
+        if self.proc is not None and self.proc.poll() is not None:
+            return f"prometheus exited with {self.proc.returncode}"
+        return None
 
     @property
     def pid(self) -> int | None:

@@ -68,7 +68,7 @@ def run_point(sc: Scenario, settings: PointSettings, info: Any, rate: float, run
 
     t0 = time.time()
     runner = Runner(sc, settings.out_root, quiet=True, run_id=run_id, point_latest=False)
-    watch = WindowWatch(ComponentScraper(info), runner, settings.sweep.warmup_s)
+    watch = WindowWatch(ComponentScraper(info), runner.times, settings.sweep.warmup_s)
     watch.start()
     try:
         code = runner.run()

@@ -22,6 +22,8 @@ from typing import Any
 
 import requests
 
+from hollowscale.run.times import RunTimes
+
 COMPONENTS = ("apiserver", "etcd", "scheduler", "controller-manager")
 MUTATING = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 GROUPS: dict[str, Callable[[str], bool]] = {
@@ -158,31 +160,32 @@ class ComponentScraper:
 class WindowWatch(threading.Thread):
     """Reads the components when the run's warm-up ends and again when its load ends.
 
-    It watches the runner's ``t_load_start``/``t_load_end`` (set by the orchestrator's load phase), so
-    the run itself needs no hook.  ``first``/``last`` stay None when the run never got that far.
+    It watches the run's ``load_start``/``load_end`` (:class:`hollowscale.run.times.RunTimes`, set by the
+    orchestrator's load phase), so the run itself needs no hook.  ``first``/``last`` stay None when the run never got that far.
     """
 
-    def __init__(self, scraper: ComponentScraper, runner: Any, warmup_s: float):
+    def __init__(self, scraper: ComponentScraper, times: RunTimes, warmup_s: float):
         super().__init__(daemon=True, name="plan-window-watch")
         self.scraper = scraper
-        self.runner = runner
+        self.times = times
         self.warmup_s = warmup_s
         self.first: Sample | None = None
         self.last: Sample | None = None
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        while not self.stop_event.is_set() and getattr(self.runner, "t_load_start", None) is None:
+        while not self.stop_event.is_set() and self.times.load_start is None:
             self.stop_event.wait(0.2)
-        if self.stop_event.is_set():
+        load_start = self.times.load_start
+        if self.stop_event.is_set() or load_start is None:
             return
-        start = self.runner.t_load_start + self.warmup_s
-        while not self.stop_event.is_set() and time.time() < start and self.runner.t_load_end is None:
+        start = load_start + self.warmup_s
+        while not self.stop_event.is_set() and time.time() < start and self.times.load_end is None:
             self.stop_event.wait(min(0.2, max(0.0, start - time.time())))
-        if self.stop_event.is_set() or self.runner.t_load_end is not None:
+        if self.stop_event.is_set() or self.times.load_end is not None:
             return
         self.first = self.scraper.sample()
-        while not self.stop_event.is_set() and self.runner.t_load_end is None:
+        while not self.stop_event.is_set() and self.times.load_end is None:
             self.stop_event.wait(0.2)
         if not self.stop_event.is_set():
             self.last = self.scraper.sample()

@@ -8,9 +8,10 @@ after the control-plane tables, in the order the sections are given.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
+@runtime_checkable
 class ReportSection(Protocol):
     """A feature's part of the report (an empty list when the summary holds nothing of it)."""
 

@@ -1,14 +1,15 @@
 """Assemble ``summary.json`` from what a run observed: timeline, Prometheus, Locust, resources.
 
-The runner collects; this module only turns the collected facts into the report's figures, so the
-figures can be read (and tested) apart from the processes that produced them.
+The one place the summary's content is put together: the runner collects (:class:`RunFacts`); this
+module only turns the collected facts into the report's figures, so the figures can be read (and tested)
+apart from the processes that produced them.  The SLO verdicts are added afterwards by
+:func:`hollowscale.report.verdicts.finalize`; the batch figures come from :mod:`hollowscale.batch.summary`,
+a feature's own section from the feature (:mod:`hollowscale.run.features`).
 """
 
 from __future__ import annotations
 
 import csv
-import dataclasses
-import datetime as dt
 import math
 import sys
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale import __version__
+from hollowscale.backends import ClusterFacts
 from hollowscale.batch import summary as batch
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.integrity import integrity, read_audit
@@ -24,11 +26,7 @@ from hollowscale.measure.recovery import RecoverySettings, fault_recovery, recov
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.run.resources import SOURCE as HARNESS_SOURCE
 from hollowscale.scenario import Scenario
-
-
-def iso(t: float) -> str:
-    """Epoch seconds -> ISO 8601 UTC with milliseconds."""
-    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from hollowscale.timestamps import iso
 
 
 def _num(v: Any) -> float | None:
@@ -99,7 +97,7 @@ class RunFacts:
     t_prom_start: float | None
     incomplete_reason: str | None
     errors: list[str]
-    cluster_info: Any
+    cluster: ClusterFacts
     server: str | None
     nodes_ready: int
     agent_ports: list[int]
@@ -115,8 +113,10 @@ class RunFacts:
     leaders: dict[str, Any] | None = None
     component_events: list[dict[str, Any]] = field(default_factory=list)
     audit_log: Path | None = None
-    #: agents.placement in-cluster: the pods, images, timings and teardown (hollowscale.incluster.run)
-    incluster: dict[str, Any] | None = None
+    #: where the agents ran, as the placement says it (top-level keys: ``incluster`` for pods)
+    placement: dict[str, Any] = field(default_factory=dict)
+    #: Locust workers beside a master (in-cluster), None for one headless Locust
+    locust_workers: int | None = None
 
 
 RECOVERY_SOURCE = ("timeline: per fault, the binding rate over the 30 s before it (the level); the first 5 s "
@@ -134,7 +134,7 @@ def control_plane_section(f: RunFacts, t0: float) -> dict[str, Any]:
             restarts[e["component"]] = restarts.get(e["component"], 0) + 1
     events = [dict({k: v for k, v in e.items() if k != "log_tail"}, at_s=round(e["t"] - t0, 3)) for e in window]
     last_reason = {e["component"]: e.get("reason") or e.get("exit") for e in window if e.get("event") == "exited"}
-    return {"supervised": bool(f.cluster_info is not None), "restarts": restarts, "last_exit": last_reason,
+    return {"supervised": f.cluster.supervised, "restarts": restarts, "last_exit": last_reason,
             "events": events, "agent_restarts": [dict(e, at_s=round(e["t"] - t0, 3)) for e in f.agent_restarts],
             **(f.leaders or {})}
 
@@ -173,39 +173,37 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         "errors": f.errors,
         "versions": {"hollowscale": __version__, "python": sys.version.split()[0]},
     }
-    ci = f.cluster_info
+    ci = f.cluster
     summary["cluster"] = {
         "backend": sc.cluster.backend,
-        "profile": ci.profile if ci else sc.cluster.profile,
-        "kubernetes_version": ci.kubernetes_version if ci else None,
-        "etcd_version": getattr(ci, "etcd_version", None),
+        "profile": ci.profile,
+        "kubernetes_version": ci.kubernetes_version,
+        "etcd_version": ci.etcd_version,
         "server": f.server,
         "nodes_ready": f.nodes_ready,
         "nodes_expected": sc.nodes_total,
         "gpus_total": sc.gpus_total,
-        "client_qps": {k: {"qps": v[0], "burst": v[1]} for k, v in (ci.client_qps.items() if ci else [])},
-        "flags": ci.flags if ci else {},
+        "client_qps": {k: {"qps": v[0], "burst": v[1]} for k, v in ci.client_qps.items()},
+        "flags": ci.flags,
         # gang gates, runtime config, Kueue version and configuration (local cluster)
-        "features": getattr(ci, "features", None) or {},
-        "reused": bool(ci.reused) if ci else None,
+        "features": ci.features,
+        "reused": ci.reused,
         "agents": {"shards": sc.agents.shards, "ports": f.agent_ports, "placement": sc.agents.placement,
                    # gang members wait for each other before their run time counts (hollow agent default)
                    "gang_barrier": "--no-gang-barrier" not in sc.agents.args},
         "namespace": f.namespace,
         # real kubelets beside the hollow nodes (name, kubelet port, pod range, containerd socket)
-        "real_nodes": [dict(n) if isinstance(n, dict) else dataclasses.asdict(n)
-                       for n in (getattr(ci, "real_nodes", None) or [])],
+        "real_nodes": ci.real_nodes,
     }
     arrival = sc.arrival
     summary["load"] = {"curve": arrival.curve, "duration_s": arrival.duration_s,
                        "expected_instances": round(arrival.expected_instances(), 1),
                        "peak_rate": arrival.peak_rate(), "per_user_rate": arrival.per_user_rate,
                        "locust_processes": f.locust_processes,
-                       "locust_workers": sc.agents.locust_workers if sc.agents.placement == "in-cluster" else None,
+                       "locust_workers": f.locust_workers,
                        "locust": locust_stats(f.run_dir, f.t_load_start, f.t_load_end)}
     summary["faults"] = f.faults
-    if f.incluster is not None:
-        summary["incluster"] = f.incluster
+    summary.update(f.placement)
     summary["control_plane"] = control_plane_section(f, t0)
     if sc.variant:
         summary["variant"] = {"name": sc.variant, "gang_scheduling": sc.cluster.gang_scheduling, "kueue": sc.cluster.kueue,

@@ -44,7 +44,7 @@ def run_variants(sc: Scenario, out_root: Path, keep_cluster: bool = False, quiet
         results.append(VariantResult(v.name, code, runner.run_dir, runner.summary))
         if code == EXIT_INTERRUPTED:
             break
-    write_comparison(parent, sc, [(r.name, r.run_dir) for r in results])
+    write_comparison(parent, sc.name, [(r.name, r.run_dir) for r in results])
     update_latest(Path(out_root), parent)
     worst = max((r.code for r in results), key=lambda c: _SEVERITY.get(c, 2), default=EXIT_INCOMPLETE)
     return worst, parent, results

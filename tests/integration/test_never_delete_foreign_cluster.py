@@ -279,7 +279,7 @@ def test_an_in_cluster_ledger_and_distill_jobs_delete_only_what_they_made(cluste
                                                                           tmp_path: Path) -> None:
     from hollowscale.distilljobs.jobs import DistillJobs
     from hollowscale.distilljobs.manifests import RenderSettings
-    from hollowscale.incluster.objects import ObjectLedger
+    from hollowscale.placements.incluster.objects import ObjectLedger
     from hollowscale.scenario.distill import DistillJobSpec
 
     api = Api(cluster)

@@ -13,8 +13,9 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from hollowscale.run.agents import Agents, ready_nodes
-from hollowscale.run.children import Children
+from hollowscale.placements.children import Children
+from hollowscale.placements.nodes import ReadyBarrier, ready_nodes
+from hollowscale.placements.processes.agents import Agents
 from hollowscale.scenario import parse_scenario
 from kubecore.config import load_endpoint
 from kubecore.watch import session_for
@@ -38,7 +39,7 @@ def test_dead_agent_shard_is_restarted_on_its_port(cluster: Any, tmp_path: Path,
     logs: list[str] = []
     try:
         agents.start()
-        agents.wait_ready(session, endpoint.server, time.sleep, lambda r, n: None)
+        ReadyBarrier(sc, tmp_path / "logs").wait(session, endpoint.server, time.sleep, lambda r, n: None)
         port, pid = agents.ports[0], agents.procs[0].proc.pid
         agents.procs[0].proc.send_signal(signal.SIGKILL)
         agents.procs[0].proc.wait(10)

@@ -23,19 +23,10 @@ from hollowscale.report.numbers import number, percent
 #: this checkout, found from here (tests may: they are not part of the package)
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hollowscale"
-#: modules that still compute the repository root themselves, each to take ``hollowscale.paths.REPO_ROOT``
-#: when issue 23's orchestrator work reaches it (a module moved or gone no longer counts)
-ROOT_PENDING = {"hollowscale/incluster/render.py", "hollowscale/run/distillreport.py",
-                "hollowscale/run/distillmanifests.py", "hollowscale/run/orchestrator.py",
-                "hollowscale/cluster/local.py"}
-#: modules that still format numbers themselves, each to call ``hollowscale.report.numbers.number``
-#: when issue 23's report work reaches it (the call that gives the same text is named)
-FORMATTER_PENDING = {
-    "hollowscale/report/compare.py": "_f(v) is number(v, 3, trim=True); its change column is percent(p)",
-    "hollowscale/report/comparison.py": "_fmt(v) is number(v, 2, group_ints=False)",
-    "hollowscale/report/distill.py": "_f(v, nd) is number(v, nd, group_ints=False)",
-    "hollowscale/report/html.py": "_v(v) is html.escape(number(v, 3, trim=True, group_ints=False))",
-}
+#: modules that still compute the repository root themselves (none since issue 23's orchestrator work)
+ROOT_PENDING: set[str] = set()
+#: modules that still format numbers themselves (none since issue 23's report work)
+FORMATTER_PENDING: dict[str, str] = {}
 ENGINES = ("kubecore", "hollow", "loadgen", "distill")
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from hollowscale.incluster.objects import Created, collection_path
-from hollowscale.incluster.pods import is_ready, start_times, why_not_starting
-from hollowscale.incluster.run import consecutive_free_ports, driver_namespace
+from hollowscale.placements.incluster.deployment import consecutive_free_ports, driver_namespace
+from hollowscale.placements.incluster.objects import Created, collection_path
+from hollowscale.placements.incluster.pods import is_ready, start_times, why_not_starting
 from hollowscale.scenario import parse_scenario
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hollowscale.cluster.binaries import binaries
-from hollowscale.incluster.render import (
+from hollowscale.placements.incluster.render import (
     BASE,
     LOCAL_OVERLAY,
     Ports,

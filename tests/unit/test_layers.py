@@ -1,4 +1,6 @@
-"""The package graph is a DAG: orchestrator -> engines -> ground floor.
+"""The package graph is a DAG: orchestrator -> engines -> ground floor; inside the orchestrator
+(``hollowscale``), its sub-packages keep the floors of :data:`HOLLOWSCALE_FLOORS` and no files import
+each other.
 
 Every import statement of every module is read (also imports inside functions, which are still
 dependencies), so a layering breach cannot hide in a lazy import.
@@ -82,3 +84,130 @@ def test_kubecore_imports_nothing_heavy() -> None:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not {m.split(".")[0] for m in mods} & heavy, (path, mods)
+
+
+# ------------------------------------------------------------------------------------ inside hollowscale
+#: hollowscale's floors, bottom first.  A sub-package (or top-level module) of hollowscale imports only
+#: what is on a floor below its own: never up, never sideways (rooms on one floor never reach into each
+#: other).  docs/architecture.md draws the same picture.
+HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
+    # leaves: the version, where files are, pinned versions, how a moment is written; the fake GPU
+    # device plugin (a process of its own on real nodes)
+    frozenset({"__init__", "paths", "versions", "timestamps", "deviceplugin"}),
+    frozenset({"images"}),  # OCI images written by our own code
+    frozenset({"cluster"}),  # the local control plane, kind's CLI, real nodes, each component's command line
+    frozenset({"scenario"}),  # what a run does (composes the engines' specs)
+    frozenset({"measure", "setupneeds"}),  # timeline, PromQL, recovery, integrity; what a scenario needs here
+    frozenset({"report"}),  # summary.md, report.html, junit, verdicts, regressions, baselines
+    # the run's parts: the cluster it uses, where its agents run, its features (rooms, side by side)
+    frozenset({"backends", "placements", "distilljobs", "batch"}),
+    frozenset({"run"}),  # the orchestrator: phases, summary.json, variants, its CLI
+    frozenset({"plan", "nightly"}),  # many runs
+    frozenset({"cli"}),
+    frozenset({"__main__"}),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def hollowscale_imports() -> dict[str, set[str]]:
+    """Every module of hollowscale -> the modules of hollowscale it imports (every statement, lazy ones
+    too; ``from package import name`` counts as importing the submodule when ``name`` is one)."""
+    paths = {_module_name(p): p for p in sorted((ROOT / "hollowscale").rglob("*.py"))}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*anchor, *([node.module] if node.module else [])])
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names]
+            for target in targets:
+                resolved = resolve(target) if target.startswith("hollowscale") else None
+                if resolved and resolved != module:
+                    found.add(resolved)
+        graph[module] = found
+    return graph
+
+
+def _unit(module: str) -> str:
+    """The sub-package or top-level module of hollowscale that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _floor(unit: str) -> int:
+    return next(i for i, floor in enumerate(HOLLOWSCALE_FLOORS) if unit in floor)
+
+
+def test_every_part_of_hollowscale_is_on_a_floor() -> None:
+    units = {_unit(m) for m in hollowscale_imports()}
+    declared = set().union(*HOLLOWSCALE_FLOORS)
+    assert units - declared == set(), "put the new sub-package on a floor of HOLLOWSCALE_FLOORS"
+    assert declared - units == set(), "a floor names a part of hollowscale that is gone"
+    assert sum(len(f) for f in HOLLOWSCALE_FLOORS) == len(declared), "a part is on two floors"
+
+
+def test_hollowscale_imports_only_lower_floors() -> None:
+    breaches = sorted(f"{m} -> {t}" for m, targets in hollowscale_imports().items() for t in targets
+                      if _unit(m) != _unit(t) and _floor(_unit(t)) >= _floor(_unit(m)))
+    assert not breaches, f"an import that goes up or sideways between hollowscale's floors: {breaches}"
+
+
+def test_no_two_files_of_hollowscale_import_each_other() -> None:
+    """No import cycle between the files of hollowscale, of any length."""
+    graph = hollowscale_imports()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def strong(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    assert not cycles, f"files of hollowscale that import each other: {cycles}"
+
+
+def test_the_floor_rules_see_real_imports() -> None:
+    """Not vacuous: the scan finds the edges the design is made of."""
+    graph = hollowscale_imports()
+    units = {(_unit(m), _unit(t)) for m, targets in graph.items() for t in targets}
+    for edge in (("run", "backends"), ("run", "placements"), ("run", "distilljobs"), ("batch", "measure"),
+                 ("cluster", "images"), ("report", "scenario"), ("cli", "run")):
+        assert edge in units, edge
+    assert "hollowscale.cluster.components.apiserver" in graph["hollowscale.cluster.local"]
+    assert "hollowscale.report.sections" in graph["hollowscale.report.markdown"]

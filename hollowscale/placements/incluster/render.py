@@ -27,9 +27,10 @@ from typing import Any
 
 import yaml
 
+from hollowscale.paths import REPO_ROOT
 from kubecore.namespaces import RUN_LABEL
 
-DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "hollowscale"
+DEPLOY_DIR = REPO_ROOT / "deploy" / "hollowscale"
 LOCAL_OVERLAY = DEPLOY_DIR / "overlays" / "local-real-nodes"
 BASE = DEPLOY_DIR / "base"
 TARGET = DEPLOY_DIR / "target"

@@ -1,10 +1,9 @@
-"""The run's hollow agents: a node-ownership check, one agent per shard, the Ready barrier.
+"""The run's hollow agents as processes beside the harness: one agent per shard, restarted when it exits.
 
 Agents are started through the hollow engine's own helper (:func:`hollow.process.start_agent`): each
 binds its control port itself (``--metrics-port 0``) and announces it, so no port is ever guessed
-and raced for.  Before any agent starts, the cluster is checked for nodes that carry the scenario's
-node names but were not registered by a hollow agent: an agent would adopt such a node and delete
-it at the end, and a run never deletes what it did not create.
+and raced for.  (The ownership check before they start and the Ready barrier after are the same
+wherever the agents run: :mod:`hollowscale.placements.nodes`.)
 
 An agent shard that exits during a run is started again with the kubelet's crash-loop backoff (the
 agent is restart-safe: it adopts the nodes and pods it finds), on the same control port so
@@ -19,48 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
 
-from hollow.nodebody import NODE_LABEL
 from hollow.process import AgentProcess, start_agent
 from hollowscale.cluster.supervisor import BackoffPolicy, exit_text
-from hollowscale.run.children import Children
+from hollowscale.placements.children import Children
 from hollowscale.scenario import Scenario
-from kubecore.watch import list_all
-
-
-class NodeOwnershipError(RuntimeError):
-    """Nodes with the scenario's names exist and are not hollow nodes."""
-
-
-def foreign_nodes(session: requests.Session, server: str, names: set[str]) -> list[str]:
-    """Nodes named like ``names`` that a hollow agent did not register (sorted)."""
-    out = []
-    for node in list_all(session, server, "/api/v1/nodes"):
-        meta = node.get("metadata") or {}
-        if meta.get("name") in names and (meta.get("labels") or {}).get(NODE_LABEL) != "true":
-            out.append(str(meta["name"]))
-    return sorted(out)
-
-
-def ready_nodes(session: requests.Session, server: str, names: set[str]) -> int:
-    """How many of ``names`` are Ready and free of the node lifecycle controller's taints.
-
-    Ready alone is not enough: the controller removes its not-ready/unreachable taints at the
-    controller-manager's client QPS (20/s in the default profile), so 1,000 fresh nodes stay
-    unschedulable for ~50 s after they report Ready.
-    """
-    ready = 0
-    for node in list_all(session, server, "/api/v1/nodes", label_selector=f"{NODE_LABEL}=true"):
-        if node["metadata"]["name"] not in names:
-            continue
-        conditions = (node.get("status") or {}).get("conditions") or []
-        taints = (node.get("spec") or {}).get("taints") or []
-        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and not any(
-                str(t.get("key", "")).startswith("node.kubernetes.io/") for t in taints):
-            ready += 1
-    return ready
 
 
 class Agents:
@@ -75,8 +38,6 @@ class Agents:
         self.args: list[list[str]] = []
         self.policy = BackoffPolicy.from_env()
         self.restarts: list[dict[str, Any]] = []
-        #: transient errors the Ready barrier asked again after (kept for the run's errors list)
-        self.barrier_retries: list[str] = []
         self._crashes: dict[int, int] = {}
         self._due: dict[int, float] = {}
         self._started_at: dict[int, float] = {}
@@ -87,15 +48,6 @@ class Agents:
 
     def pids(self) -> dict[str, int]:
         return {f"agent-{i}": a.proc.pid for i, a in enumerate(self.procs) if a.proc.poll() is None}
-
-    def check_ownership(self, session: requests.Session, server: str) -> None:
-        """Refuse to start when a node with one of the scenario's names is not a hollow node."""
-        foreign = foreign_nodes(session, server, self.sc.node_names())
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise NodeOwnershipError(
-                f"{len(foreign)} node(s) with this scenario's names exist and were not registered by a hollow "
-                f"agent ({shown}); the agents would take them over and delete them at the end. Rename the pools.")
 
     def start(self, timeout_s: float = 60.0) -> None:
         """Write the pools file and start one agent per shard (each announces its own port)."""
@@ -146,31 +98,6 @@ class Agents:
             if a.proc.poll() is not None:
                 return f"hollow agent agent-{i} exited with {a.proc.returncode} (log: {a.log_path})"
         return None
-
-    def wait_ready(self, session: requests.Session, server: str, sleep: Callable[[float], None],
-                   report: Callable[[int, int], None]) -> int:
-        """Block until every node of the pools is Ready (or the scenario's ready timeout)."""
-        names = self.sc.node_names()
-        deadline = time.monotonic() + self.sc.agents.ready_timeout_s
-        ready = 0
-        while True:
-            try:
-                ready = ready_nodes(session, server, names)
-            except (requests.ConnectionError, requests.Timeout) as exc:  # the apiserver busy or restarting
-                self.barrier_retries.append(str(exc)[:200])
-            except requests.HTTPError as exc:
-                # 5xx (a 504 on a LIST while thousands of nodes register on 2 cores) and 429: ask again
-                code = exc.response.status_code if exc.response is not None else 0
-                if code < 500 and code != 429:
-                    raise
-                self.barrier_retries.append(f"HTTP {code}")
-            report(ready, len(names))
-            if ready >= len(names):
-                return ready
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Ready barrier: {ready}/{len(names)} nodes Ready after "
-                                   f"{self.sc.agents.ready_timeout_s:g}s (agent logs in {self.run_dir / 'logs'})")
-            sleep(2.0)
 
     def stop(self, grace_s: float = 90.0) -> None:
         """SIGTERM every agent first (each deletes its nodes in parallel), then wait for each."""

@@ -1,4 +1,4 @@
-"""One run's in-cluster placement: images, least-privilege credentials, the pods, their end.
+"""One run's in-cluster deployment: images, least-privilege credentials, the pods, their end.
 
 What ``hollowscale run`` does with ``agents.placement: in-cluster`` (driver = the local cluster's real
 nodes, target = the same cluster, reached through its kubeconfig):
@@ -16,7 +16,7 @@ nodes, target = the same cluster, reached through its kubeconfig):
 6. teardown: the driver objects go first (each agent deletes its nodes when its pod is stopped), the
    run waits for its pods to be gone, deletes any hollow node of the scenario still there, then the
    target objects, then the namespace if the run created it.  Only what the run's record names is
-   deleted (:class:`hollowscale.incluster.objects.ObjectLedger`).
+   deleted (:class:`hollowscale.placements.incluster.objects.ObjectLedger`).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import requests
 import yaml
 
 from hollow.nodebody import NODE_LABEL
-from hollowscale.incluster import pods as podwait
-from hollowscale.incluster.locustweb import LocustMaster
-from hollowscale.incluster.objects import ObjectLedger
-from hollowscale.incluster.render import (
+from hollowscale.placements.incluster import pods as podwait
+from hollowscale.placements.incluster.locustweb import LocustMaster
+from hollowscale.placements.incluster.objects import ObjectLedger
+from hollowscale.placements.incluster.render import (
     Ports,
     RunManifestSettings,
     kustomize,
@@ -47,9 +47,6 @@ from hollowscale.incluster.render import (
     write_driver_kustomization,
     write_target_kustomization,
 )
-from hollowscale.measure.prom import PrometheusServer
-from hollowscale.run.agents import Agents
-from hollowscale.run.children import Children
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
@@ -118,84 +115,8 @@ def local_real_node_sockets(kubeconfig: Path, server: str) -> list[str]:
     return [str(n.containerd_socket) for n in info.real_nodes]
 
 
-class InClusterAgents(Agents):
-    """The :class:`Agents` interface over the agent StatefulSet (ownership check and Ready barrier
-    inherited; ports are the pods' host ports; the kubelet restarts a crashed agent, this records it)."""
-
-    def __init__(self, scenario: Scenario, kubeconfig: Path, run_dir: Path, children: Children,
-                 run: InClusterRun) -> None:
-        super().__init__(scenario, kubeconfig, run_dir, children)
-        self.run = run
-        self._next_check = 0.0
-        self._restarts_seen: dict[str, int] = {}
-
-    @property
-    def ports(self) -> list[int]:
-        return self.run.settings.agent_ports if self.run.settings else []
-
-    def pids(self) -> dict[str, int]:
-        return {}
-
-    def start(self, timeout_s: float = 60.0) -> None:  # the StatefulSet is created by InClusterRun.deploy
-        return None
-
-    def _agent_pods(self) -> list[dict[str, Any]]:
-        return [p for p in self.run.pods() if p["metadata"]["name"].startswith("hollow-agent-")]
-
-    def dead(self) -> str | None:
-        now = time.monotonic()
-        if now < self._next_check:
-            return None
-        self._next_check = now + 5.0
-        try:
-            pods = self._agent_pods()
-        except requests.RequestException:
-            return None
-        for pod in pods:
-            why = podwait.why_not_starting(pod)
-            if why:
-                return f"hollow agent pod {pod['metadata']['name']}: {why}"
-        return None
-
-    def supervise(self, log: Callable[[str], None]) -> None:
-        now = time.monotonic()
-        if now < self._next_check:
-            return
-        self._next_check = now + 5.0
-        try:
-            pods = self._agent_pods()
-        except requests.RequestException:
-            return
-        for pod in pods:
-            name = pod["metadata"]["name"]
-            count = sum(cs.get("restartCount", 0) for cs in (pod.get("status") or {}).get("containerStatuses") or [])
-            if count > self._restarts_seen.get(name, 0):
-                shard = int(name.rsplit("-", 1)[1])
-                self.restarts.append({"t": round(time.time(), 3), "shard": shard, "event": "restarted by the kubelet",
-                                      "pod": name, "restarts": count})
-                log(f"hollow agent pod {name} restarted by its kubelet ({count} restart(s))")
-            self._restarts_seen[name] = count
-
-    def stop(self, grace_s: float = 90.0) -> None:  # InClusterRun.teardown deletes the pods
-        return None
-
-
-class InClusterPrometheus(PrometheusServer):
-    """The run's Prometheus pod, asked at its host port (no process of ours)."""
-
-    def __init__(self, folder: Path, port: int) -> None:
-        super().__init__(folder, [], 1.0)
-        self.port = port
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        return None
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        return None
-
-
-class InClusterRun:
-    """The in-cluster placement of one run (see the module docstring)."""
+class InClusterDeployment:
+    """The pods of one run's in-cluster placement and everything they need (see the module docstring)."""
 
     def __init__(self, sc: Scenario, endpoint: KubeEndpoint, kubeconfig: Path, run_id: str, run_dir: Path,
                  log: Log) -> None:
@@ -307,14 +228,6 @@ class InClusterRun:
         return podwait.run_pods(self.http, self.server, self.settings.namespace, self.run_id)
 
     # ------------------------------------------------------------------------------------ parts
-    def agents(self, children: Children, run_dir: Path) -> InClusterAgents:
-        return InClusterAgents(self.sc, self.kubeconfig, run_dir, children, self)
-
-    def prometheus(self, folder: Path) -> InClusterPrometheus | None:
-        if self.settings is None or self.settings.ports is None:
-            return None
-        return InClusterPrometheus(folder, self.settings.ports.prometheus)
-
     def locust(self) -> LocustMaster:
         assert self.settings is not None and self.settings.ports is not None
         return LocustMaster(f"http://127.0.0.1:{self.settings.ports.locust_web}")

@@ -1,0 +1,92 @@
+"""``cluster.backend: local``: the embedded control plane (:class:`hollowscale.cluster.local.LocalCluster`),
+started by the run or reused when it already runs in the cluster folder; stopped afterwards only when
+this run started it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from hollowscale.backends.base import BackendSettings, ClusterAccess, ClusterFacts
+from hollowscale.cluster.local import ClusterInfo, LocalCluster
+from hollowscale.measure.prom import targets_from_metrics
+from hollowscale.paths import REPO_ROOT
+from kubecore.config import load_endpoint
+
+
+class SupervisedControlPlane:
+    """The local cluster's components under its supervisor: events, faults, the audit log."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def audit_log(self) -> Path | None:
+        return self.cluster.audit_log_path
+
+    def problem(self) -> str | None:
+        if self.cluster.supervisor_alive():
+            return None
+        return f"the local cluster's supervisor exited (log: {self.cluster.log_path('supervisor')})"
+
+    def events(self) -> list[dict[str, Any]]:
+        return self.cluster.events()
+
+    def fault(self, action: str, component: str, duration_s: float) -> dict[str, Any]:
+        return self.cluster.fault(action, component, duration_s)
+
+
+def facts(info: ClusterInfo) -> ClusterFacts:
+    """What the report says about a local cluster."""
+    return ClusterFacts(profile=info.profile, kubernetes_version=info.kubernetes_version,
+                        etcd_version=info.etcd_version, client_qps=info.client_qps, flags=info.flags,
+                        features=info.features, reused=bool(info.reused),
+                        real_nodes=[dataclasses.asdict(n) for n in info.real_nodes], supervised=True)
+
+
+class LocalBackend:
+    """The local control plane in ``cluster.dir`` (default ``.hollowscale/cluster[-<profile>]``; a
+    variant without ``cluster.dir`` gets a fresh one in its run folder)."""
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.settings = settings
+        self.cluster: LocalCluster | None = None
+        self.started = False
+
+    def _dir(self) -> Path:
+        sc = self.settings.scenario
+        c = sc.cluster
+        if c.dir:
+            return Path(c.dir)
+        if sc.variant:  # each variant on a fresh cluster of its own
+            return self.settings.run_dir / "cluster"
+        return REPO_ROOT / ".hollowscale" / ("cluster" if c.profile == "default" else f"cluster-{c.profile}")
+
+    def up(self) -> ClusterAccess:
+        c = self.settings.scenario.cluster
+        log = self.settings.log
+        d = self._dir()
+        self.cluster = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue,
+                                    real_nodes=c.real_nodes)
+        info = self.cluster.up(progress=log, timeout_s=240)
+        if info.profile != c.profile:
+            raise RuntimeError(f"the running cluster in {d} has profile {info.profile!r}, the scenario asks for "
+                               f"{c.profile!r}; stop it (hollowscale cluster down --dir {d}) or set cluster.dir")
+        missing = c.real_nodes - len(info.real_nodes)
+        if info.reused and missing > 0:  # a running cluster with fewer real nodes than the scenario asks
+            log(f"adding {missing} real node(s) to the running cluster")
+            self.cluster.add_real_nodes(missing, progress=log, timeout_s=180)
+            info = self.cluster.info() or info
+        self.started = not info.reused
+        return ClusterAccess(
+            endpoint=load_endpoint(Path(info.kubeconfig)), kubeconfig=Path(info.kubeconfig),
+            metrics=targets_from_metrics(info.metrics, str(info.ca_file), str(info.admin_cert), str(info.admin_key),
+                                         tokens=info.metrics_tokens),
+            facts=facts(info), control_plane=SupervisedControlPlane(self.cluster),
+            started_pids=dict(info.pids) if self.started else {})
+
+    def down(self) -> None:
+        if self.cluster is not None and self.started and not self.settings.keep_cluster:
+            self.settings.log("stopping the local cluster this run started")
+            self.cluster.down()
