@@ -8,7 +8,7 @@ exact command lines are golden-tested (``tests/unit/test_components_golden.py`` 
 ``tests/fixtures/components/``), so a changed flag shows up as a diff of a readable file.
 
 - :mod:`.etcd`, :mod:`.apiserver`, :mod:`.controller_manager`, :mod:`.scheduler` (the control plane;
-  :mod:`.serving` holds the secure-serving flags the last two share);
+  :mod:`.shared` holds the settings and flags the last two share);
 - :mod:`.kueue` (Kueue, run in a private mount namespace);
 - :mod:`.containerd`, :mod:`.kubelet`, :mod:`.deviceplugin` (a real node's processes).
 """

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from hollowscale.cluster.components.shared import gate_flags, secure_serving
+from hollowscale.cluster.components.shared import ServedComponentSettings, gate_flags, secure_serving
 from hollowscale.cluster.pki import ClusterPKI
 
 
-@dataclass(frozen=True)
-class ControllerManagerSettings:
-    """What kube-controller-manager's command line says.
+@dataclass(frozen=True, kw_only=True)
+class ControllerManagerSettings(ServedComponentSettings):
+    """What kube-controller-manager's command line says: the shared settings (upstream client limits
+    20/30 in the default profile) and ``pki``, the cluster CA it signs CSRs with and the
+    service-account signing key."""
 
-    Attributes:
-        binary: the kube-controller-manager executable.
-        kubeconfig: its own kubeconfig (user ``system:kube-controller-manager``).
-        port: its https port on 127.0.0.1 (``/metrics`` for Prometheus).
-        cert_dir: where it writes its self-signed serving certificate.
-        pki: the cluster CA (it signs CSRs with it) and the service-account signing key.
-        qps, burst: its client limits (the profile's: upstream 20/30 by default).
-        feature_gates: ``Name=true`` gates it gets (empty: no ``--feature-gates``).
-    """
-
-    binary: Path
-    kubeconfig: Path
-    port: int
-    cert_dir: Path
     pki: ClusterPKI
-    qps: float
-    burst: int
-    feature_gates: tuple[str, ...] = ()
 
 
 def argv(s: ControllerManagerSettings) -> list[str]:

@@ -6,31 +6,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hollowscale.cluster.components.shared import gate_flags, secure_serving
+from hollowscale.cluster.components.shared import ServedComponentSettings, gate_flags, secure_serving
 
 
-@dataclass(frozen=True)
-class SchedulerSettings:
-    """What kube-scheduler's command line and configuration say.
+@dataclass(frozen=True, kw_only=True)
+class SchedulerSettings(ServedComponentSettings):
+    """What kube-scheduler's command line and configuration say: the shared settings (upstream client
+    limits 50/100 in the default profile) and ``config``, where its ``KubeSchedulerConfiguration``
+    (:func:`config`) is written by the caller."""
 
-    Attributes:
-        binary: the kube-scheduler executable.
-        kubeconfig: its own kubeconfig (user ``system:kube-scheduler``).
-        config: where its ``KubeSchedulerConfiguration`` (:func:`config`) is written by the caller.
-        port: its https port on 127.0.0.1 (``/metrics`` for Prometheus).
-        cert_dir: where it writes its self-signed serving certificate.
-        qps, burst: its client limits (the profile's: upstream 50/100 by default).
-        feature_gates: ``Name=true`` gates it gets (empty: no ``--feature-gates``).
-    """
-
-    binary: Path
-    kubeconfig: Path
     config: Path
-    port: int
-    cert_dir: Path
-    qps: float
-    burst: int
-    feature_gates: tuple[str, ...] = ()
 
 
 def config(s: SchedulerSettings) -> dict[str, Any]:

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedComponentSettings:
+    """What kube-controller-manager's and kube-scheduler's command lines both say.
+
+    Attributes:
+        binary: the executable.
+        kubeconfig: its own kubeconfig (its own user, e.g. ``system:kube-scheduler``).
+        port: its https port on 127.0.0.1 (``/metrics`` for Prometheus).
+        cert_dir: where it writes its self-signed serving certificate.
+        qps, burst: its client limits (the profile's).
+        feature_gates: ``Name=true`` gates it gets (empty: no ``--feature-gates``).
+    """
+
+    binary: Path
+    kubeconfig: Path
+    port: int
+    cert_dir: Path
+    qps: float
+    burst: int
+    feature_gates: tuple[str, ...] = ()
 
 
 def secure_serving(port: int, cert_dir: Path, kubeconfig: Path) -> list[str]:
