@@ -6,7 +6,7 @@ real subprocess (``python -m distill.student``), teachers as real subprocesses
 (``python -m distill.teacher``). Every process is pinned (see :func:`distill.procs.cpu_layout`)
 so the teachers have their own core and do not steal the student's.
 
-Output in ``--out``: ``summary.json`` (DESIGN.md contract: ``rows`` with mode, teachers,
+Output in ``--out``: ``summary.json`` (docs/architecture.md, "Contracts": ``rows`` with mode, teachers,
 accuracy_mean, accuracy_std, samples_per_s, ratio_to_pure, lost_samples; plus device and
 quick), ``summary.md``, ``bench.png``, and every run's JSON and logs under ``runs/``.
 """
@@ -33,7 +33,7 @@ from distill.train_teacher import TeacherTrainSettings, default_checkpoint, trai
 
 log = logging.getLogger("distill.bench")
 
-# EDL (Baidu) ResNet50_vd student / ResNeXt101 teacher on ImageNet, 8xV100 (DESIGN.md).
+# EDL (Baidu) ResNet50_vd student / ResNeXt101 teacher on ImageNet, 8xV100 (docs/architecture.md, "Reference numbers").
 EDL = {
     "same_net_ratio_to_pure": 0.359,
     "service_ratio_to_pure": 0.828,

@@ -317,7 +317,7 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
 
 
 # --- engine and orchestrator command groups, mounted here -------------------------------------
-# (each import is its owner's contract; see DESIGN.md "Contracts")
+# (each import is its owner's contract; see docs/architecture.md "Contracts")
 from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
 from hollowscale.images.cli import images_group  # noqa: E402  (hollowscale images build)

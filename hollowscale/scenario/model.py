@@ -305,7 +305,7 @@ class SloSpec(Spec):
         }[self.op]
 
 
-#: The Kubernetes SLOs (DESIGN.md): what a scenario gets unless it says ``slo_defaults: false``.
+#: The Kubernetes SLOs (docs/architecture.md, "Reference numbers"): what a scenario gets unless it says ``slo_defaults: false``.
 DEFAULT_SLOS: tuple[SloSpec, ...] = (
     SloSpec(name="api_mutating_p99", metric="api_latency_slo_ms.mutating.p99", op="<=", threshold=1000.0,
             description="Mutating API calls (POST/PUT/PATCH/DELETE) p99 <= 1 s"),
