@@ -23,10 +23,6 @@ from hollowscale.report.numbers import number, percent
 #: this checkout, found from here (tests may: they are not part of the package)
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hollowscale"
-#: modules that still compute the repository root themselves (none since issue 23's orchestrator work)
-ROOT_PENDING: set[str] = set()
-#: modules that still format numbers themselves (none since issue 23's report work)
-FORMATTER_PENDING: dict[str, str] = {}
 ENGINES = ("kubecore", "hollow", "loadgen", "distill")
 
 
@@ -40,14 +36,10 @@ def _uses_file(tree: ast.AST) -> bool:
                for n in ast.walk(tree))
 
 
-def _live(pending: set[str] | dict[str, str]) -> set[str]:
-    return {p for p in pending if (ROOT / p).is_file()}
-
-
 def test_the_repository_root_is_computed_only_in_paths() -> None:
     found = {name for name, tree in _modules(PACKAGE).items() if _uses_file(tree)}
     assert "hollowscale/paths.py" in found  # the rule sees the one place that may
-    others = sorted(found - _live(ROOT_PENDING) - {"hollowscale/paths.py"})
+    others = sorted(found - {"hollowscale/paths.py"})
     assert not others, f"{others}: take the repository root from hollowscale.paths.REPO_ROOT, not from __file__"
     assert paths.REPO_ROOT == ROOT and (paths.REPO_ROOT / "hollowscale" / "paths.py").is_file()
 
@@ -80,8 +72,8 @@ def _formats_numbers(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def test_the_number_formatter_is_written_once() -> None:
     found = {name for name, tree in _modules(PACKAGE).items()
              for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and _formats_numbers(fn)}
-    others = sorted(found - _live(FORMATTER_PENDING) - {"hollowscale/report/numbers.py"})
-    assert not others, f"{others}: format report figures with hollowscale.report.numbers.number (see FORMATTER_PENDING)"
+    others = sorted(found - {"hollowscale/report/numbers.py"})
+    assert not others, f"{others}: format report figures with hollowscale.report.numbers.number"
     # the shape is recognised where it is written (the rule is not vacuous)
     sample = ast.parse('def _f(v):\n    return "n/a" if v is None else f"{v:,.3f}".rstrip("0")\n').body[0]
     assert isinstance(sample, ast.FunctionDef) and _formats_numbers(sample)
