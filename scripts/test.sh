@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 TIER="${TIER:-ci}"
 PY=.venv/bin
 PYTEST_ARGS="${PYTEST_ARGS:-}"
+WORKERS="${WORKERS:-2}"  # pytest-xdist workers of the integration tier (WORKERS=0: one process)
 # the slowest tests of each tier are printed: the first place to look when the budget tightens
 DURATIONS="--durations=12 --durations-min=5"
 
@@ -46,8 +47,11 @@ case "$TIER" in
     phase lint make --no-print-directory lint-only
     # shellcheck disable=SC2086
     phase unit $PY/pytest -ra -m "not integration" $DURATIONS $PYTEST_ARGS
+    # two workers, each with its own session cluster: most integration tests wait on the control plane
+    # rather than compute, so two streams nearly halve the tier (tests/conftest.py groups modules and
+    # keeps every root test on one worker)
     # shellcheck disable=SC2086
-    phase integration $PY/pytest -ra -m "integration and not e2e" $DURATIONS $PYTEST_ARGS
+    phase integration $PY/pytest -ra -n "$WORKERS" --dist loadgroup -m "integration and not e2e" $DURATIONS $PYTEST_ARGS
     ;;
   e2e)
     # shellcheck disable=SC2086

@@ -18,7 +18,10 @@ session cluster (``LocalCluster.down`` removes its containers, mounts, network n
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +29,7 @@ import pytest
 import rootcheck
 import sessionguard
 
+from hollowscale.cluster import clusterdir
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
 
@@ -42,6 +46,39 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for why_not in (rootcheck.refusal(session.items, os.geteuid()), sessionguard.unmarked_integration(session.items)):
         if why_not:
             raise pytest.UsageError(why_not)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs the integration tier on 2 workers, ``--dist loadgroup``):
+    each module runs whole on one worker (its module fixtures are made once), and every test that
+    needs root runs on the same worker, one at a time, because real nodes share host state that two
+    clusters cannot both hold (the device plugins' kubelet socket under /var/lib/kubelet, the host
+    claims in /run/hollowscale, the kubelet's sysctls). Without xdist the mark does nothing."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = "needs-root" if rootcheck.needs_root(item) else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@contextlib.contextmanager
+def short_tmp(prefix: str) -> Iterator[Path]:
+    """A fresh folder of ours with a short path, removed after: a cluster folder holds unix sockets
+    (containerd, the kubelet's plugins) whose paths may not pass 107 bytes, and pytest's own temp
+    paths come close (longer still under xdist: ``.../popen-gw1/...``)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield path
+    finally:
+        # never remove through a mount a failed teardown left (a kubelet's root dir, a pod's volume)
+        if not any(m == str(path) or m.startswith(f"{path}/") for m in clusterdir.mount_points()):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def short_tmp_path() -> Iterator[Path]:
+    """:func:`short_tmp` for one test."""
+    with short_tmp("hs-t-") as path:
+        yield path
 
 
 @pytest.fixture(autouse=True)
@@ -61,12 +98,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    """A running local cluster (default profile) shared by every integration test."""
+def _session_dir() -> Iterator[Path]:
+    """The session cluster's parent folder: $HOLLOWSCALE_TEST_CLUSTER_DIR, else a short one of ours."""
+    given = os.environ.get("HOLLOWSCALE_TEST_CLUSTER_DIR")
+    if given:
+        yield Path(given)
+        return
+    with short_tmp("hs-session-") as path:
+        yield path
+
+
+@pytest.fixture(scope="session")
+def cluster(_session_dir: Path) -> Iterator[ClusterInfo]:
+    """A running local cluster (default profile) shared by every integration test (of one xdist worker)."""
     missing = binaries().missing()
     if missing:
         pytest.fail(f"control-plane binary missing: {missing[0]} -- run `make setup` first", pytrace=False)
-    cluster_dir = Path(os.environ.get("HOLLOWSCALE_TEST_CLUSTER_DIR") or tmp_path_factory.mktemp("cluster"))
+    cluster_dir = _session_dir
     local = LocalCluster(cluster_dir / "cp", profile="default")
     info = local.up(timeout_s=180)
     try:
@@ -75,7 +123,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
         logs = cluster_dir / "cp" / "logs"
         if logs.exists():  # keep the component logs for post-mortems
             ARTIFACTS.mkdir(exist_ok=True)
-            target = ARTIFACTS / "cluster-logs"
+            target = ARTIFACTS / f"cluster-logs-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
             target.mkdir(exist_ok=True)
             for log in logs.iterdir():
                 (target / log.name).write_bytes(log.read_bytes())

@@ -213,12 +213,11 @@ def _iptables() -> str:
     return "\n".join(sorted(line.split(" [")[0] for line in out.stdout.splitlines() if not line.startswith("#")))
 
 
-def test_two_nodes_with_fake_gpus_share_the_bridge_and_down_leaves_nothing(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_two_nodes_with_fake_gpus_share_the_bridge_and_down_leaves_nothing(short_tmp_path: Path) -> None:
     """Its own cluster with two real nodes (fake GPUs through the device-plugin hook): a pod on one node
     reaches a pod on the other over the bridge; then ``down`` leaves no process, shim, mount, network
     namespace, bridge, veth, iptables rule or host claim of ours."""
-    cluster_dir = tmp_path_factory.mktemp("realdown") / "c"
+    cluster_dir = short_tmp_path / "c"
     before = _iptables()
     local = LocalCluster(cluster_dir, real_nodes=RealNodeSettings(count=2, fake_gpus=2, gpu_model="fake-h100"))
     info = local.up(timeout_s=180)
@@ -266,9 +265,9 @@ def test_two_nodes_with_fake_gpus_share_the_bridge_and_down_leaves_nothing(
         assert not host.CLAIM_FILE.exists()
 
 
-def test_a_failed_up_names_the_node_and_leaves_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_a_failed_up_names_the_node_and_leaves_nothing(short_tmp_path: Path) -> None:
     """A kubelet that exits at start fails ``up`` with its name, reason and log; everything started is gone."""
-    work = tmp_path_factory.mktemp("realfail")
+    work = short_tmp_path
     broken = work / "kubelet"
     broken.write_text("#!/bin/sh\necho 'E0101 failed to run Kubelet: refused by this test' >&2\nexit 3\n")
     broken.chmod(0o755)
