@@ -28,7 +28,7 @@ from hollow.leases import LeaseManager
 from hollow.metrics import Metrics
 from hollow.monitor import SelfMonitor
 from hollow.nodebody import NODE_LABEL
-from hollow.nodes import NodeManager
+from hollow.nodes import ForeignNodeError, NodeManager
 from hollow.pods import PodController
 from hollow.pools import PoolSpec
 from hollow.server import make_app, serve
@@ -196,6 +196,9 @@ def run_agent(endpoint: KubeEndpoint, pools: list[PoolSpec], settings: AgentSett
         runner(main())
     except KeyboardInterrupt:
         pass
+    except ForeignNodeError as exc:  # a node of that name that is not ours: the user's to sort out, no traceback
+        print(f"hollow: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:
         print(f"hollow: {exc}", file=sys.stderr)
         raise
