@@ -94,13 +94,13 @@ HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
     # leaves: the version, where files are, pinned versions, how a moment is written; the fake GPU
     # device plugin (a process of its own on real nodes)
     frozenset({"__init__", "paths", "versions", "timestamps", "deviceplugin"}),
-    frozenset({"images"}),  # OCI images written by our own code
+    frozenset({"images", "trace"}),  # OCI images written by our own code; workload traces (format, readers)
     frozenset({"cluster"}),  # the local control plane, kind's CLI, real nodes, each component's command line
     frozenset({"scenario"}),  # what a run does (composes the engines' specs)
     frozenset({"measure", "setupneeds"}),  # timeline, PromQL, recovery, integrity; what a scenario needs here
     frozenset({"report"}),  # summary.md, report.html, junit, verdicts, regressions, baselines
     # the run's parts: the cluster it uses, where its agents run, its features (rooms, side by side)
-    frozenset({"backends", "placements", "distilljobs", "batch", "dra"}),
+    frozenset({"backends", "placements", "distilljobs", "batch", "dra", "replay"}),
     frozenset({"run"}),  # the orchestrator: phases, summary.json, variants, its CLI
     frozenset({"plan", "nightly"}),  # many runs
     frozenset({"cli"}),
