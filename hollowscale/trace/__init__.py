@@ -4,7 +4,10 @@ A trace is nodes of fixed shapes and pods with their requests (:mod:`.model`), r
 columns Alibaba published with its GPU-sharing trace (:mod:`.csvfile`; the files are in
 ``traces/alibaba-gpu-2023/``) or from a ``kubectl get nodes,pods -A -o json`` dump of a real cluster
 (:mod:`.kubedump`), checked as a whole before anything starts (:mod:`.read`), counted
-(:mod:`.figures`), cut down and written back (:mod:`.excerpt`).  ``docs/trace-format.md`` is the
+(:mod:`.figures`), cut down and written back (:mod:`.excerpt`).  The paper's protocol as its simulator
+runs it: the pod sequence for a seed (:mod:`.paper`, drawing Go's ``math/rand`` exactly:
+:mod:`.gorand`), its allocation curve, and its fragmentation measure on the replay's account of the
+cluster (:mod:`.frag`).  ``docs/trace-format.md`` is the
 user's description of the format.
 """
 
