@@ -90,13 +90,14 @@ def nvidia_smi_path() -> str | None:
     return shutil.which("nvidia-smi")
 
 
-def query_nvidia_smi(timeout_s: float = 20.0) -> str:
-    """``nvidia-smi``'s CSV of the GPUs (index, UUID, name, PCI bus ID), or :class:`InventoryError`."""
+def query_nvidia_smi(timeout_s: float = 20.0, fields: str = _QUERY) -> str:
+    """``nvidia-smi``'s CSV of the GPUs' ``fields`` (default index, UUID, name, PCI bus ID), or
+    :class:`InventoryError`."""
     smi = nvidia_smi_path()
     if smi is None:
         raise InventoryError("nvidia-smi not found on PATH: no NVIDIA driver on this machine")
     try:
-        out = subprocess.run([smi, f"--query-gpu={_QUERY}", "--format=csv,noheader,nounits"],
+        out = subprocess.run([smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InventoryError(f"{smi} --query-gpu failed: {exc}") from exc
@@ -105,7 +106,7 @@ def query_nvidia_smi(timeout_s: float = 20.0) -> str:
     return out.stdout
 
 
-def _proc_bus_id(bus_id: str) -> str:
+def proc_bus_id(bus_id: str) -> str:
     """nvidia-smi's ``00000000:18:00.0`` -> sysfs/procfs's ``0000:18:00.0`` (4-digit domain, lower case)."""
     domain, _, rest = bus_id.strip().partition(":")
     return f"{int(domain, 16):04x}:{rest.lower()}"
@@ -114,7 +115,7 @@ def _proc_bus_id(bus_id: str) -> str:
 def _minor_number(proc_root: Path, bus_id: str) -> int | None:
     """``Device Minor:`` from ``/proc/driver/nvidia/gpus/<bus>/information`` (the N of /dev/nvidiaN,
     which is not always nvidia-smi's index)."""
-    info = proc_root / "driver" / "nvidia" / "gpus" / _proc_bus_id(bus_id) / "information"
+    info = proc_root / "driver" / "nvidia" / "gpus" / proc_bus_id(bus_id) / "information"
     try:
         text = info.read_text()
     except OSError:
@@ -125,7 +126,7 @@ def _minor_number(proc_root: Path, bus_id: str) -> int | None:
 
 def _numa_node(sys_root: Path, bus_id: str) -> int | None:
     try:
-        value = int((sys_root / "bus" / "pci" / "devices" / _proc_bus_id(bus_id) / "numa_node").read_text())
+        value = int((sys_root / "bus" / "pci" / "devices" / proc_bus_id(bus_id) / "numa_node").read_text())
     except (OSError, ValueError):
         return None
     return value if value >= 0 else None

@@ -220,7 +220,7 @@ class RegistrationService(reg_grpc.RegistrationServicer):
         return reg.RegistrationStatusResponse()
 
 
-def _remove_stale_socket(path: Path) -> None:
+def remove_stale_socket(path: Path) -> None:
     """A socket left by a plugin that died is removed; one that still answers is refused."""
     if not path.exists() and not path.is_symlink():
         return
@@ -261,7 +261,7 @@ class PluginServer:
             raise PluginError(f"socket path {path} is {len(os.fsencode(str(path)))} bytes; unix sockets allow "
                               f"{MAX_SOCKET_PATH} (use a shorter kubelet root dir)")
         self.settings.registry_dir.mkdir(mode=0o750, exist_ok=True)
-        _remove_stale_socket(path)
+        remove_stale_socket(path)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="deviceplugin"))
         dp_grpc.add_DevicePluginServicer_to_server(self.device_plugin, server)
         reg_grpc.add_RegistrationServicer_to_server(self.registration, server)

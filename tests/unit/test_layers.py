@@ -94,7 +94,9 @@ HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
     # leaves: the version, where files are, pinned versions, how a moment is written; the fake GPU
     # device plugin (a process of its own on real nodes)
     frozenset({"__init__", "paths", "versions", "timestamps", "deviceplugin"}),
-    frozenset({"images", "trace"}),  # OCI images written by our own code; workload traces (format, readers)
+    # OCI images written by our own code; workload traces (format, readers); the DRA kubelet plugin (a process
+    # of its own on real nodes, built on the device plugin's inventory and stubs)
+    frozenset({"images", "trace", "draplugin"}),
     frozenset({"cluster"}),  # the local control plane, kind's CLI, real nodes, each component's command line
     frozenset({"scenario"}),  # what a run does (composes the engines' specs)
     frozenset({"measure", "setupneeds"}),  # timeline, PromQL, recovery, integrity; what a scenario needs here
