@@ -16,6 +16,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from hollow.dra import GPU_MODELS, SHARING, GpuSpec
 from hollowscale.cluster.binaries import BuildError, Milestone, ensure_binaries, kubelet_binary, kueue_binary
 from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
 from hollowscale.cluster.profiles import PROFILES
@@ -150,13 +151,25 @@ _dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=Fal
 @click.option("--fake-gpus", type=click.IntRange(0, 1024), default=0, show_default=True,
               help="With --real-nodes: each real node advertises this many fake GPUs through the device plugin.")
 @click.option("--gpu-model", default="fake-gpu", show_default=True, help="The fake GPUs' model (with --fake-gpus).")
+@click.option("--dra-gpus", type=click.IntRange(0, 128), default=0, show_default=True,
+              help="With --real-nodes: each real node offers this many fake GPUs as DRA devices (driver and "
+                   "DeviceClass gpu.nvidia.com) through the DRA kubelet plugin; pods ask by ResourceClaim.")
+@click.option("--dra-model", type=click.Choice(sorted(GPU_MODELS)), default="h100-80gb", show_default=True,
+              help="The DRA GPUs' model (the hollow pools' catalogue).")
+@click.option("--dra-sharing", type=click.Choice(SHARING), default="none", show_default=True,
+              help="memory: the DRA GPUs publish memory as consumable capacity (claims share a GPU by memory).")
 @_dir_option
 def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool, real_nodes: int,
-               fake_gpus: int, gpu_model: str, cluster_dir: Path) -> None:
+               fake_gpus: int, gpu_model: str, dra_gpus: int, dra_model: str, dra_sharing: str,
+               cluster_dir: Path) -> None:
     """Start the local cluster (or reuse a running one) and print the kubeconfig path."""
+    try:
+        nodes = RealNodeSettings(count=real_nodes, fake_gpus=fake_gpus, gpu_model=gpu_model, dra_gpus=dra_gpus,
+                                 dra=GpuSpec(expose="dra", model=dra_model, sharing=dra_sharing))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
     local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port, gang_scheduling=gang_scheduling,
-                         kueue=kueue, real_nodes=RealNodeSettings(count=real_nodes, fake_gpus=fake_gpus,
-                                                                  gpu_model=gpu_model))
+                         kueue=kueue, real_nodes=nodes)
     started = time.monotonic()
     try:
         with console.status("starting the local cluster") as status:
@@ -266,6 +279,7 @@ def cluster_status(cluster_dir: Path) -> None:
                        f"{net['gateway']})")
             for n in info.real_nodes:
                 gpus = f", {n.fake_gpus} x {n.gpu_model}" if n.fake_gpus else ""
+                gpus += f", {n.dra_gpus} DRA GPUs" if n.dra_gpus else ""
                 click.echo(f"{'':<12}{n.name}: kubelet :{n.kubelet_port} (healthz 127.0.0.1:{n.healthz_port}), "
                            f"pods {n.pod_range}, containerd {n.containerd_socket}{gpus}")
         else:

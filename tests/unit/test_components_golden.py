@@ -2,7 +2,7 @@
 each runtime's command lines).
 
 Each :mod:`hollowscale.cluster.components` module is called with settings of fixed paths and ports,
-once per case that changes its flags (profile, gang gates, fake GPUs), and the result is compared with
+once per case that changes its flags (profile, gang gates, fake GPUs, DRA GPUs), and the result is compared with
 ``tests/fixtures/components/<component>.json``: a changed flag fails here and shows up as a diff of a
 readable file.  Paths that depend on the machine (this Python) are written as ``<python>``.
 
@@ -20,12 +20,14 @@ from typing import Any
 
 import pytest
 
+from hollow.dra import GpuSpec
 from hollowscale.cluster import gang
 from hollowscale.cluster.components import (
     apiserver,
     containerd,
     controller_manager,
     deviceplugin,
+    draplugin,
     etcd,
     kubelet,
     kueue,
@@ -78,13 +80,17 @@ def _scheduler_settings(profile: str, gated: bool) -> scheduler.SchedulerSetting
         qps=p.scheduler_qps, burst=p.scheduler_burst, feature_gates=GATES if gated else ())
 
 
-def _node(fake_gpus: int) -> dict[str, Any]:
+def _node(fake_gpus: int, dra_gpus: int = 0) -> dict[str, Any]:
     layout, net = NodeLayout(CLUSTER, 1), PodNetwork(bridge="hsbr-0123abcd", cidr="10.89.0.0/16")
     out: dict[str, Any] = {"containerd": containerd.argv(Path("/usr/bin/containerd"), layout),
                            "kubelet": kubelet.argv(BIN / "kubelet", layout, net)}
     if fake_gpus:
         out["deviceplugin"] = [a.replace(sys.executable, "<python>") for a in deviceplugin.argv(
             layout, RealNodeSettings(count=1, fake_gpus=fake_gpus, gpu_model="H100"))]
+    if dra_gpus:
+        spec = GpuSpec(expose="dra", model="a100-40gb", sharing="memory")
+        out["draplugin"] = [a.replace(sys.executable, "<python>") for a in draplugin.argv(
+            layout, RealNodeSettings(count=1, dra_gpus=dra_gpus, dra=spec))]
     return out
 
 
@@ -107,7 +113,7 @@ CASES: dict[str, dict[str, Any]] = {
         "argv": scheduler.argv(_scheduler_settings(profile, gated)),
         "config": scheduler.config(_scheduler_settings(profile, gated))}
         for profile in ("default", "scale") for gated in (False, True)},
-    "real-node": {"no GPUs": _node(0), "4 fake GPUs": _node(4)},
+    "real-node": {"no GPUs": _node(0), "4 fake GPUs": _node(4), "2 DRA GPUs, memory sharing": _node(0, 2)},
 }
 
 

@@ -110,6 +110,19 @@ def test_settings_are_checked() -> None:
         RealNodeSettings(count=-1)
     with pytest.raises(ValueError, match="fake_gpus"):
         RealNodeSettings(fake_gpus=-2)
+    with pytest.raises(ValueError, match="choose one"):
+        RealNodeSettings(fake_gpus=2, dra_gpus=2)
+
+
+def test_a_dra_node_runs_runc_through_the_cdi_wrapper(tmp_path: Path) -> None:
+    """containerd 1.6 has no CDI: a node with DRA GPUs gets runc's BinaryName set to the plugin's wrapper."""
+    lay = layout(tmp_path)
+    plain = tomllib.loads(render.containerd_config(lay, "p"))
+    runc = "io.containerd.grpc.v1.cri"
+    assert "BinaryName" not in plain["plugins"][runc]["containerd"]["runtimes"]["runc"]["options"]
+    doc = tomllib.loads(render.containerd_config(lay, "p", lay.runc_wrapper))
+    assert doc["plugins"][runc]["containerd"]["runtimes"]["runc"]["options"]["BinaryName"] == str(lay.runc_wrapper)
+    assert lay.runc_wrapper.parent == lay.base / "containerd" and lay.cdi_dir == lay.base / "cdi"
 
 
 def test_names_paths_and_cidr_choice(tmp_path: Path) -> None:

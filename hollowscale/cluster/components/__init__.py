@@ -10,5 +10,5 @@ exact command lines are golden-tested (``tests/unit/test_components_golden.py`` 
 - :mod:`.etcd`, :mod:`.apiserver`, :mod:`.controller_manager`, :mod:`.scheduler` (the control plane;
   :mod:`.shared` holds the settings and flags the last two share);
 - :mod:`.kueue` (Kueue, run in a private mount namespace);
-- :mod:`.containerd`, :mod:`.kubelet`, :mod:`.deviceplugin` (a real node's processes).
+- :mod:`.containerd`, :mod:`.kubelet`, :mod:`.deviceplugin`, :mod:`.draplugin` (a real node's processes).
 """

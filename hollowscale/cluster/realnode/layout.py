@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hollow.dra import GpuSpec
+
 NODE_PREFIX = "hs-real-"
 #: the label every real node carries; real workloads select it
 NODE_KIND_LABEL = "hollowscale.io/node-kind"
@@ -36,20 +38,30 @@ class RealNodeSettings:
         count: how many (``hs-real-0`` ... ``hs-real-<count-1>``, numbering continues on later adds).
         fake_gpus: when > 0, each node runs the fake device plugin (:mod:`hollowscale.deviceplugin`)
             advertising that many GPUs of ``gpu_model``.
-        gpu_model: the model the fake device plugin reports.
+        gpu_model: the model the fake device plugin (or the DRA plugin) reports.
         max_pods: the kubelet's ``maxPods``.
+        dra_gpus: when > 0, each node runs the DRA plugin (:mod:`hollowscale.draplugin`) publishing that
+            many fake GPUs as ResourceSlice devices (pods ask by claim, not ``nvidia.com/gpu``), and its
+            containerd runs runc through the plugin's CDI wrapper.
+        dra: those GPUs as a hollow pool's ``gpus:`` says them (model, memory sharing, MIG partitions;
+            :class:`hollow.dra.GpuSpec`); None: H100s, not shared.
     """
 
     count: int = 1
     fake_gpus: int = 0
     gpu_model: str = DEFAULT_GPU_MODEL
     max_pods: int = 110
+    dra_gpus: int = 0
+    dra: GpuSpec | None = None
 
     def __post_init__(self) -> None:
         if self.count < 0 or self.count > 250:
             raise ValueError(f"real nodes: count must be 0..250 (one /24 of the pod network each), got {self.count}")
-        if self.fake_gpus < 0:
-            raise ValueError(f"real nodes: fake_gpus must be >= 0, got {self.fake_gpus}")
+        if self.fake_gpus < 0 or self.dra_gpus < 0:
+            raise ValueError(f"real nodes: fake_gpus and dra_gpus must be >= 0, got {self.fake_gpus}, {self.dra_gpus}")
+        if self.fake_gpus and self.dra_gpus:
+            raise ValueError("real nodes: fake_gpus (counted nvidia.com/gpu) and dra_gpus (DRA devices) are two ways "
+                             "to offer the same GPUs; choose one")
 
 
 @dataclass(frozen=True)
@@ -167,12 +179,22 @@ class NodeLayout:
         return self.base / "pod-logs"
 
     @property
+    def cdi_dir(self) -> Path:
+        """The node's CDI spec dir (the DRA plugin writes it, the node's runc wrapper reads it)."""
+        return self.base / "cdi"
+
+    @property
+    def runc_wrapper(self) -> Path:
+        """runc with CDI applied (:mod:`hollowscale.draplugin.runtime`): the runtime of a node with DRA GPUs."""
+        return self.base / "containerd" / "runc-cdi"
+
+    @property
     def plugins_registry(self) -> Path:
         """The kubelet's plugin watcher dir: a device plugin registers here (``<root-dir>/plugins_registry``)."""
         return self.kubelet_root / "plugins_registry"
 
     def component(self, what: str) -> str:
-        """Supervisor component name: ``hs-real-0-containerd``, ``-kubelet``, ``-deviceplugin``."""
+        """Supervisor component name: ``hs-real-0-containerd``, ``-kubelet``, ``-deviceplugin``, ``-draplugin``."""
         return f"{self.name}-{what}"
 
     def check(self) -> None:
@@ -196,6 +218,7 @@ class RealNodeInfo:
     fake_gpus: int = 0
     gpu_model: str = DEFAULT_GPU_MODEL
     components: list[str] = field(default_factory=list)
+    dra_gpus: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

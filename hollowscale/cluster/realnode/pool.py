@@ -1,4 +1,5 @@
-"""Start real nodes (containerd + kubelet, optionally the fake device plugin) in a running local cluster.
+"""Start real nodes (containerd + kubelet, optionally the fake device plugin or the DRA plugin) in a running
+local cluster.
 
 One containerd per kubelet, never one shared: a kubelet treats every pod sandbox in its runtime that it
 does not know as an orphan and kills it (``HandlePodCleanups`` in ``pkg/kubelet/kubelet_pods.go``:
@@ -8,7 +9,11 @@ has its own root, state, socket and CRI config; shim sockets still go to ``/run/
 by our socket path, so they never clash).
 
 Every process runs under the cluster's supervisor (``hs-real-<i>-containerd``, ``-kubelet``,
-``-deviceplugin``): restarts, ``status`` and ``down`` work as for the control plane.
+``-deviceplugin``, ``-draplugin``): restarts, ``status`` and ``down`` work as for the control plane.
+
+A node with DRA GPUs also gets the driver's DeviceClasses (:func:`hollow.dra.device_classes`, made when
+absent, as the driver's installation ships them) and runs runc through the DRA plugin's CDI
+wrapper (:mod:`hollowscale.draplugin.runtime`: this containerd has no CDI).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,13 +33,16 @@ from pathlib import Path
 
 import yaml
 
+from hollow.dra import GpuSpec, device_classes
 from hollowscale.cluster.components import containerd as containerd_component
 from hollowscale.cluster.components import deviceplugin as deviceplugin_component
+from hollowscale.cluster.components import draplugin as draplugin_component
 from hollowscale.cluster.components import kubelet as kubelet_component
 from hollowscale.cluster.pki import issue_cert, write_kubeconfig
 from hollowscale.cluster.realnode import host, render
 from hollowscale.cluster.realnode.images import PAUSE_IMAGE, build_node_images, ctr_binary, import_node_images
 from hollowscale.cluster.realnode.layout import NodeLayout, PodNetwork, RealNodeInfo, RealNodeSettings, bridge_name
+from hollowscale.draplugin.runtime import wrapper_script
 
 #: what a real node needs on the machine: (what, path or command, the Debian package that has it)
 REQUIREMENTS = (
@@ -85,7 +94,14 @@ def _prepare(layout: NodeLayout, net: PodNetwork, pki_dir: Path, server: str, po
     for d in (layout.containerd_root, layout.containerd_state, layout.kubelet_root, layout.cni_conf_dir,
               layout.cni_ipam_dir, layout.pod_logs_dir):
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    layout.containerd_config.write_text(render.containerd_config(layout, PAUSE_IMAGE))
+    runc_binary = None
+    if settings.dra_gpus:
+        runc_binary = layout.runc_wrapper
+        runc_binary.parent.mkdir(parents=True, exist_ok=True)
+        runc_binary.write_text(wrapper_script(sys.executable, shutil.which("runc") or "/usr/sbin/runc",
+                                              layout.kubelet_root, layout.cdi_dir))
+        runc_binary.chmod(0o755)
+    layout.containerd_config.write_text(render.containerd_config(layout, PAUSE_IMAGE, runc_binary))
     (layout.cni_conf_dir / "10-hollowscale.conflist").write_text(json.dumps(render.cni_conflist(layout, net),
                                                                             indent=2))
     client = issue_cert(pki_dir, f"{layout.name}-client", f"system:node:{layout.name}", "system:nodes", client=True)
@@ -125,6 +141,25 @@ def node_ready(api: str, ctx: ssl.SSLContext, name: str) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
+def ensure_device_classes(api: str, ctx: ssl.SSLContext, spec: GpuSpec) -> list[str]:
+    """Create the DeviceClasses DRA GPUs of ``spec`` need, those that do not exist; the names made."""
+    made = []
+    for cls in device_classes([spec]):
+        name = cls["metadata"]["name"]
+        req = urllib.request.Request(f"{api}/apis/resource.k8s.io/v1/deviceclasses", data=json.dumps(cls).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10, context=ctx):
+                made.append(name)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: it exists (a run's, or an earlier node's)
+                raise RealNodeError(f"cannot create DeviceClass {name}: HTTP {exc.code} "
+                                    f"{exc.read()[:300].decode(errors='replace')}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise RealNodeError(f"cannot create DeviceClass {name}: {exc}") from None
+    return made
+
+
 def start_nodes(cluster_dir: Path, first_index: int, settings: RealNodeSettings, *, kubelet: Path,
                 pki_dir: Path, api: str, ctx: ssl.SSLContext, launch: Launch,
                 problem: Callable[[str], str | None], free_ports: Callable[[int], list[int]],
@@ -152,7 +187,8 @@ def start_nodes(cluster_dir: Path, first_index: int, settings: RealNodeSettings,
         start, end = net.node_range(index)
         info = RealNodeInfo(name=layout.name, index=index, kubelet_port=ports[0], healthz_port=ports[1],
                             root_dir=str(layout.kubelet_root), containerd_socket=str(layout.containerd_socket),
-                            pod_range=f"{start}-{end}", fake_gpus=settings.fake_gpus, gpu_model=settings.gpu_model)
+                            pod_range=f"{start}-{end}", fake_gpus=settings.fake_gpus, gpu_model=settings.gpu_model,
+                            dra_gpus=settings.dra_gpus)
         infos.append(info)
         say(f"starting {layout.component('containerd')}")
         launch(layout.component("containerd"), containerd_component.argv(Path(containerd), layout))
@@ -169,6 +205,13 @@ def start_nodes(cluster_dir: Path, first_index: int, settings: RealNodeSettings,
         if settings.fake_gpus > 0:
             launch(layout.component("deviceplugin"), deviceplugin_component.argv(layout, settings))
             info.components.append(layout.component("deviceplugin"))
+        if settings.dra_gpus > 0:
+            launch(layout.component("draplugin"), draplugin_component.argv(layout, settings))
+            info.components.append(layout.component("draplugin"))
+    if settings.dra_gpus > 0:
+        made = ensure_device_classes(api, ctx, settings.dra or GpuSpec(expose="dra"))
+        if made:
+            say(f"created DeviceClass {', '.join(made)}")
     say(f"waiting for {', '.join(i.name for i in infos)} to be Ready")
     pending = {i.name for i in infos}
     while pending:

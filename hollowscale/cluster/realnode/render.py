@@ -60,8 +60,9 @@ def _q(value: str) -> str:
     return json.dumps(value)
 
 
-def containerd_config(layout: NodeLayout, pause_image: str) -> str:
-    """``config.toml`` (version 2) of the node's own containerd."""
+def containerd_config(layout: NodeLayout, pause_image: str, runc_binary: Path | None = None) -> str:
+    """``config.toml`` (version 2) of the node's own containerd; ``runc_binary``: the runc runtime's
+    ``BinaryName`` (a node with DRA GPUs runs runc through the DRA plugin's CDI wrapper)."""
     cri = '[plugins."io.containerd.grpc.v1.cri"]'
     return "\n".join([
         "# Written by hollowscale.cluster.realnode: one containerd per real node.",
@@ -102,6 +103,7 @@ def containerd_config(layout: NodeLayout, pause_image: str) -> str:
         f"{cri[:-1]}.containerd.runtimes.runc.options]",
         "  SystemdCgroup = false",
         f"  Root = {_q(str(layout.containerd_state / 'runc'))}",
+        *([f"  BinaryName = {_q(str(runc_binary))}"] if runc_binary else []),
         f"{cri[:-1]}.cni]",
         f"  bin_dir = {_q(str(CNI_BIN_DIR))}",
         f"  conf_dir = {_q(str(layout.cni_conf_dir))}",
