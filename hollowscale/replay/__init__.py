@@ -1,9 +1,16 @@
 """A workload trace replayed through the real scheduler (issue 28).  One room:
 
-- :mod:`.inspection`: ``hollowscale trace inspect``'s text (what a trace holds, from
-  :func:`hollowscale.trace.inspect_trace`);
+- :mod:`.pods`: a trace pod as the API objects the replay creates (the pod; its ResourceClaim when GPUs
+  are DRA devices shared by consumable capacity; a priority class per QoS class);
+- :mod:`.driver`: the paper's protocol on a cluster (one pod at a time, each waiting for the
+  scheduler's verdict; unschedulable pods deleted, never retried) and what the API server's objects
+  say was allocated at the end;
+- :mod:`.figures`: what a replay measured (allocation curves, first failure, pods that never ran by
+  kind and reason, fragmentation, the scheduler's pace, the checks);
+- :mod:`.inspection`: ``hollowscale trace inspect``'s text;
 - :mod:`.cli`: the ``hollowscale trace`` command group (``inspect``, ``excerpt``).
 
-The trace format, its readers and its figures are :mod:`hollowscale.trace` (a lower floor, so the
-scenario can check a trace before anything starts).
+The trace format, its readers, the paper's sequence and fragmentation measure and the trace's nodes as
+pools are :mod:`hollowscale.trace` (a lower floor, so the scenario can check a trace before anything
+starts).
 """
