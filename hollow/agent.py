@@ -34,6 +34,7 @@ from hollow.pools import PoolSpec
 from hollow.server import make_app, serve
 from hollow.settings import AgentSettings
 from hollow.sharding import assign
+from hollow.slices import SliceManager
 from hollow.watching import Watcher
 from kubecore.config import KubeEndpoint
 
@@ -53,6 +54,9 @@ class Agent:
         self.api = ApiClient(endpoint, settings.api, self.metrics)
         self.nodes = NodeManager(self.api, self.clock, settings, self.metrics, self.faults, self.slots)
         self.leases = LeaseManager(self.api, self.clock, settings.heartbeat, self.metrics, self.faults, self.nodes)
+        # DRA pools: each node's ResourceSlices, published once it is registered (hollow/slices.py)
+        self.slices = SliceManager(self.api, self.clock, self.metrics, self.nodes.nodes)
+        self.nodes.on_reregistered = self.slices.add
         self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes,
                                   gang_barrier=settings.gang_barrier)
         self.pod_watch = Watcher(self.api, "pods", "/api/v1/pods", {"fieldSelector": "spec.nodeName!="},
@@ -73,7 +77,9 @@ class Agent:
         """Healthy once every node of this shard is registered."""
         done = sum(1 for s in self.nodes.nodes.values() if s.uid)
         return self.nodes.registered.is_set(), {"nodes": len(self.nodes.nodes), "registered": done,
-                                                "shard": f"{self.settings.shard.index}/{self.settings.shard.count}"}
+                                                "shard": f"{self.settings.shard.index}/{self.settings.shard.count}",
+                                                "dra_nodes": self.slices.wanted,
+                                                "dra_nodes_published": len(self.slices.published)}
 
     def heartbeat_loss(self, fraction: float, duration_s: float, seed: int) -> dict[str, Any]:
         """Stop heartbeats of ``fraction`` of this agent's nodes for ``duration_s`` seconds."""
@@ -105,7 +111,7 @@ class Agent:
 
     # --- running -------------------------------------------------------------------------------
     def _backlog(self) -> int:
-        return self.api.waiting + self.leases.backlog() + self.pods.backlog()
+        return self.api.waiting + self.leases.backlog() + self.pods.backlog() + self.slices.backlog()
 
     async def _ready_gauge(self) -> None:
         lease_s = self.settings.heartbeat.lease_s
@@ -127,7 +133,11 @@ class Agent:
         are never scanned (nor freed, which they would not be anyway); and the young generation is
         collected every 20,000 allocations instead of 700, since the hot path makes few cycles.
         """
-        await self.nodes.register_all(self.leases.add)
+        def registered(name: str) -> None:
+            self.leases.add(name)
+            self.slices.add(name)
+
+        await self.nodes.register_all(registered)
         gc.collect()
         gc.freeze()
         gc.set_threshold(20_000, 10, 10)
@@ -144,7 +154,7 @@ class Agent:
         self.leases.plan_phases(self.clock.monotonic())
         tasks = [asyncio.ensure_future(c) for c in (
             self.monitor.run(), self.pod_watch.run(), self.node_watch.run(), self.pods.run(), self.leases.run(),
-            self.nodes.run(),
+            self.nodes.run(), self.slices.run(),
             self._register_then_freeze(), self._ready_gauge())]
         if self.gang_watch is not None:
             tasks.append(asyncio.ensure_future(self.gang_watch.run()))
@@ -163,6 +173,7 @@ class Agent:
             await self.nodes.stop()
             await self.pods.stop()
             await self.leases.stop()
+            await self.slices.stop()
             if self.settings.delete_nodes_on_exit:
                 await self.nodes.delete_all()
             await runner.cleanup()

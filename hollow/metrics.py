@@ -64,6 +64,17 @@ class Metrics:
             "hollow_self_warnings", "Times the agent warned that it is falling behind, by kind", ["kind"], registry=r)
         self.cpu_seconds = Gauge("hollow_process_cpu_seconds", "CPU seconds used by the agent process", registry=r)
         self.faulted_nodes = Gauge("hollow_fault_heartbeat_nodes", "Nodes whose heartbeats a fault stops", registry=r)
+        self.slices_published = Gauge(
+            "hollow_dra_nodes_published", "Nodes whose ResourceSlices all exist (DRA pools)", registry=r)
+        self.slice_writes = Counter(
+            "hollow_dra_slice_writes", "ResourceSlice writes by outcome (created, adopted, replaced, error)",
+            ["result"], registry=r)
+        self.dra_prepares = Counter(
+            "hollow_dra_prepares", "Claim preparations of pods (the kubelet's NodePrepareResources) by outcome "
+            "(prepared, unallocated, unreserved, missing, error)", ["result"], registry=r)
+        self.dra_prepare_seconds = Histogram(
+            "hollow_dra_prepare_seconds", "Time from a pod's binding until its claims were prepared",
+            buckets=_LAG_BUCKETS, registry=r)
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -93,8 +93,8 @@ def node_status(slot: NodeSlot, now_wall: float, ready_since: float | None, iden
     pool = slot.pool
     machine = f"{slot.ordinal:032x}"
     return NodeStatus(
-        capacity=dict(pool.capacity),
-        allocatable=dict(pool.allocatable),
+        capacity=pool.node_capacity,
+        allocatable=pool.node_allocatable,
         conditions=conditions(now_wall, ready_since),
         addresses=[{"type": "InternalIP", "address": slot.internal_ip}, {"type": "Hostname", "address": slot.name}],
         daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},

@@ -87,6 +87,8 @@ class NodeManager(TimedTasks[str]):
         self._reregistering: set[str] = set()
         #: name -> uid of the nodes registered when the node watch's current LIST was sent
         self._uids_at_list: dict[str, str] = {}
+        #: called with a node's name once it is registered again after someone deleted it
+        self.on_reregistered: Callable[[str], None] | None = None
         self.stopping = False
         metrics.nodes_managed.set(len(self.nodes))
 
@@ -250,6 +252,8 @@ class NodeManager(TimedTasks[str]):
             try:
                 log.warning("node %s was deleted by someone else; registering it again", name)
                 await self._register(state)
+                if self.on_reregistered is not None:
+                    self.on_reregistered(name)
             except ForeignNodeError as exc:  # someone made their own node of that name: let it be
                 state.uid, state.foreign = "", True
                 log.error("%s", exc)

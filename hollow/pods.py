@@ -84,6 +84,9 @@ class PodRecord:
         gone: the API said the pod (with this uid) no longer exists; wait for the DELETED event.
         started_wall: precise wall time of the current container start, when this process started it.
         forced_exit: exit code of a crash injected by a pod-failure fault, applied at once.
+        prepared_wall: when this process found the pod's DRA claims allocated and reserved for it (the
+            kubelet's NodePrepareResources), else None.
+        prepare_tries: how many times the claims were read and found not ready yet.
     """
 
     facts: PodFacts
@@ -94,6 +97,8 @@ class PodRecord:
     gone: bool = False
     started_wall: float | None = None
     forced_exit: int | None = None
+    prepared_wall: float | None = None
+    prepare_tries: int = 0
 
 
 def _rank(facts: PodFacts) -> tuple[int, int, int]:
@@ -251,7 +256,7 @@ class PodController(TimedTasks[str]):
         if facts.gang and self.gangs is not None and self._gated(pool) and gang_min(facts) is not None:
             gated = True
             barrier = self.gangs.barrier(facts.namespace, facts.gang)
-        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier)
+        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier, rec.prepared_wall)
         ready_at = ready_due(facts, rec.started_wall)
         if ready_at is not None and (planned is None or ready_at <= planned.due_wall):
             # the probes pass before the next stage: Ready first (a stage due earlier goes ahead)
@@ -290,6 +295,8 @@ class PodController(TimedTasks[str]):
                 retry_in = await self._finalize(uid, rec)
             elif action == "ready":
                 retry_in = await self._ready(uid, rec)
+            elif action == "prepare":
+                retry_in = await self._prepare(uid, rec)
         except Exception:  # never let one pod stop the controller
             log.exception("pod %s/%s: action failed", rec.facts.namespace, rec.facts.name)
             retry_in = 5.0
@@ -347,6 +354,41 @@ class PodController(TimedTasks[str]):
                                             observed_generation=facts.generation)
             self._count("Running")
         return wait
+
+    async def _prepare(self, uid: str, rec: PodRecord) -> float:
+        """The kubelet's DRA step before a pod starts: read each of its claims (as the kubelet's DRA
+        manager does) and find it allocated and reserved for this pod; then the claims are prepared
+        (nothing is written: the driver's NodePrepareResources is local to the node).  Until then the
+        pod stays Pending and this is tried again, backing off to 10 s.  Nothing is ever freed here:
+        the resourceclaim controller releases claims when pods end."""
+        facts = rec.facts
+        for _name, claim in facts.claims:
+            outcome = "missing"
+            if claim:
+                resp = await self.api.request(
+                    "get_resourceclaim", "GET",
+                    f"/apis/resource.k8s.io/v1/namespaces/{facts.namespace}/resourceclaims/{claim}")
+                if resp.ok:
+                    status = resp.json().get("status") or {}
+                    if not status.get("allocation"):
+                        outcome = "unallocated"
+                    elif not any(r.get("uid") == uid for r in status.get("reservedFor") or ()):
+                        outcome = "unreserved"
+                    else:
+                        continue
+                elif resp.status != 404:
+                    outcome = "error"
+            self.metrics.dra_prepares.labels(outcome).inc()
+            rec.prepare_tries += 1
+            if rec.prepare_tries in (1, 10) or rec.prepare_tries % 50 == 0:
+                log.info("pod %s/%s: claim %s %s; the pod waits", facts.namespace, facts.name, claim or "(not named "
+                         "yet)", outcome)
+            return min(10.0, 0.5 * 2 ** min(rec.prepare_tries, 5))  # the kubelet retries a failed sync (~10 s)
+        now_w = self.clock.wall()
+        rec.prepared_wall = now_w
+        self.metrics.dra_prepares.labels("prepared").inc()
+        self.metrics.dra_prepare_seconds.observe(max(0.0, now_w - facts.bound_at))
+        return 0.0
 
     async def _ready(self, uid: str, rec: PodRecord) -> float:
         facts = rec.facts

@@ -24,6 +24,11 @@ A pools file (or the ``pools:`` section of a scenario) describes groups of ident
                                        # agent's --gang-barrier/--no-gang-barrier, on unless turned off)
         stages: my-stages.yaml         # optional: the pod lifecycle table (default hollow/stages.yaml),
                                        # relative to the pools file's folder, or the list itself
+        gpus:                          # optional: how the nvidia.com/gpu of resources are exposed
+          expose: dra                  # counted (default) | dra (a ResourceSlice per node) | both
+          model: h100-80gb             # see hollow/dra.py GPU_MODELS
+          sharing: memory              # none | memory (claims take a share of a GPU's memory)
+          partitions: [1g.10gb]        # MIG profiles published as partitionable devices
 
 ``resources`` must name ``cpu`` and ``memory``; ``pods`` (110) and ``ephemeral-storage`` (100Gi) are
 added when missing.  Durations are Go durations (``90s``, ``1m30s``) or numbers of seconds;
@@ -55,7 +60,9 @@ from pydantic import (
 )
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from hollow.dra import EXTENDED_RESOURCE, GpuSpec
 from hollow.stages import LifecycleSpec, StagesFile, StageTable, stages_to_doc
+from kubecore.distributions import FIXED_ZERO
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
     LABEL_NAME,
@@ -243,6 +250,8 @@ class PoolSpec(Spec):
         topology: zone/rack spread.
         lifecycle: pod lifecycle defaults.
         stages: the pod lifecycle table, or None for :func:`hollow.stages.default_stages`.
+        gpus: how the pool's ``nvidia.com/gpu`` are exposed (counted, DRA devices, both; see
+            :class:`hollow.dra.GpuSpec`), or None: counted, as always.
         first_ordinal: index of this pool's first node over all pools (set by :data:`Pools`).
     """
 
@@ -259,6 +268,7 @@ class PoolSpec(Spec):
     topology: Topology = Topology()
     lifecycle: LifecycleSpec = LifecycleSpec()
     stages: Annotated[StageTable, WrapValidator(_stages)] | None = None
+    gpus: GpuSpec | None = None
 
     _first_ordinal: int = PrivateAttr(default=0)
 
@@ -277,8 +287,38 @@ class PoolSpec(Spec):
         elif self.pod_cidr_mask_size != 24:
             problems.append((("pod_cidr",), "is required when pod_cidr_mask_size is not 24 (automatic node "
                                             "ranges are /24)"))
+        if self.gpus is not None and self.gpu_count == 0 and self.gpus.publishes_slices:
+            problems.append((("gpus",), f"expected {EXTENDED_RESOURCE} in resources (the pool's GPU count per "
+                                        "node) when its GPUs are DRA devices"))
         raise_problems("PoolSpec", problems)
         return self
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs per node (``nvidia.com/gpu`` of resources; 0 without)."""
+        q = self.resources.get(EXTENDED_RESOURCE)
+        return int(parse_quantity(q)) if q is not None else 0
+
+    @property
+    def dra(self) -> GpuSpec | None:
+        """The pool's GPU spec when its nodes publish ResourceSlices, else None."""
+        return self.gpus if self.gpus is not None and self.gpus.publishes_slices and self.gpu_count else None
+
+    def _node_view(self, resources: dict[str, str]) -> dict[str, str]:
+        if self.gpus is not None and not self.gpus.counted:
+            return {k: v for k, v in resources.items() if k != EXTENDED_RESOURCE}
+        return dict(resources)
+
+    @property
+    def node_capacity(self) -> dict[str, str]:
+        """What a node reports as capacity: :attr:`capacity` without ``nvidia.com/gpu`` when the GPUs are
+        DRA devices only (they are in the node's ResourceSlices instead)."""
+        return self._node_view(self.resources)
+
+    @property
+    def node_allocatable(self) -> dict[str, str]:
+        """What a node reports as allocatable (see :attr:`node_capacity`)."""
+        return self._node_view(self.allocatable)
 
     @property
     def capacity(self) -> dict[str, str]:
@@ -391,8 +431,12 @@ def pool_to_doc(pool: PoolSpec) -> dict[str, Any]:
                         "failure_exit_code": lc.failure_exit_code}
     if lc.gang_barrier is not None:
         doc["lifecycle"]["gang_barrier"] = lc.gang_barrier
+    if lc.prepare_delay.to_doc() != FIXED_ZERO.to_doc():
+        doc["lifecycle"]["prepare_delay"] = lc.prepare_delay.to_doc()
     if pool.stages is not None:
         doc["stages"] = stages_to_doc(pool.stages)
+    if pool.gpus is not None:
+        doc["gpus"] = pool.gpus.to_doc()
     return doc
 
 

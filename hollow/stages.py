@@ -8,13 +8,21 @@ defaults) and from which moment that delay counts (binding, container start, now
 
     stages:
       - name: pod-complete            # for logs (a DNS label, unique in the file)
-        action: finish                # start | finish | finalize
+        action: finish                # start | finish | finalize | prepare
         selector:
           phases: [Running]           # Pending, Running, Succeeded, Failed, Unknown (default: all)
           deleting: false             # true: only pods with a deletionTimestamp (default false)
           restart_policies: [OnFailure, Never]   # default: all three
-        delay: run                    # none | startup | run
-        anchor: run_started           # now | bound | run_started
+          claims_prepared: true       # false: pods with resource claims not prepared yet; true: the others
+        delay: run                    # none | startup | run | prepare
+        anchor: run_started           # now | bound | run_started | prepared
+
+Pods with DRA resource claims (``spec.resourceClaims``, or a claim the scheduler made for an extended
+resource) are *prepared* before they start, as the kubelet calls its DRA driver's
+``NodePrepareResources``: the ``prepare`` action reads each claim and succeeds once every one is
+allocated and reserved for the pod (until then it is retried, and the pod stays Pending); ``prepare``
+delays by the pod's ``hollowscale.io/prepare-delay`` or the pool's ``lifecycle.prepare_delay``, and the
+anchor ``prepared`` is the moment the claims were prepared (the binding for a pod without claims).
 
 The controller in :mod:`hollow.pods` only applies the first matching stage; :func:`plan` is a pure
 function so timing is tested with a fake clock.  Stage files are validated like every spec
@@ -50,14 +58,16 @@ from kubecore.yamlfile import load_yaml
 RUN_DURATION = "hollowscale.io/run-duration"
 EXIT_CODE = "hollowscale.io/exit-code"
 STARTUP_DELAY = "hollowscale.io/startup-delay"
+#: the time a DRA driver's NodePrepareResources takes for the pod's claims (a Go duration)
+PREPARE_DELAY = "hollowscale.io/prepare-delay"
 #: the gang a pod belongs to (the value of loadgen.workloads.LABEL_GANG; hollow imports only kubecore)
 LABEL_GANG = "hollowscale.io/gang"
 #: the number of gang members that must run before any member's run clock starts (loadgen's ANN_GANG_MIN)
 ANN_GANG_MIN = "hollowscale.io/gang-min"
 
-Action = Literal["start", "finish", "finalize"]
-Delay = Literal["none", "startup", "run"]
-Anchor = Literal["now", "bound", "run_started"]
+Action = Literal["start", "finish", "finalize", "prepare"]
+Delay = Literal["none", "startup", "run", "prepare"]
+Anchor = Literal["now", "bound", "run_started", "prepared"]
 
 #: order of phases; a pod never moves backwards, so an older event cannot undo a newer one
 PHASE_ORDER = {"": 0, "Pending": 0, "Unknown": 0, "Running": 1, "Succeeded": 2, "Failed": 2}
@@ -91,16 +101,20 @@ class Selector(Spec):
         phases: pod phases (a pod without a phase yet is Pending); all phases when omitted.
         deleting: True selects only pods with a deletionTimestamp, False only pods without.
         restart_policies: ``spec.restartPolicy`` values; all three when omitted.
+        claims_prepared: False selects only pods with DRA resource claims not prepared yet, True only the
+            others (no claims, or prepared); None (omitted): both.
     """
 
     phases: Annotated[tuple[_Phase, ...], AfterValidator(_unique)] = PHASES
     deleting: bool = False
     restart_policies: Annotated[tuple[_Policy, ...], AfterValidator(_unique)] = RESTART_POLICIES
+    claims_prepared: bool | None = None
 
-    def matches(self, phase: str, deleting: bool, restart_policy: str) -> bool:
-        """True when a pod in this state is selected."""
+    def matches(self, phase: str, deleting: bool, restart_policy: str, prepared: bool = True) -> bool:
+        """True when a pod in this state is selected (``prepared``: it has no claims, or they are prepared)."""
         return deleting == self.deleting and (phase or "Pending") in self.phases \
-            and restart_policy in self.restart_policies
+            and restart_policy in self.restart_policies \
+            and (self.claims_prepared is None or self.claims_prepared == prepared)
 
 
 class Stage(Spec):
@@ -110,11 +124,13 @@ class Stage(Spec):
         name: for logs (``pod-ready``, ``pod-complete``, ``pod-delete``); unique in its table.
         action: what the controller does when the stage is due: ``start`` (Pending -> Running),
             ``finish`` (the containers exit: Succeeded/Failed, or a restart in place), ``finalize``
-            (terminate what still runs, then the final DELETE).
+            (terminate what still runs, then the final DELETE), ``prepare`` (the pod's DRA claims,
+            checked allocated and reserved for it, as the kubelet's NodePrepareResources).
         selector: which pods the stage applies to.
-        delay: which duration applies: ``none``, ``startup`` (startup delay) or ``run`` (run duration).
-        anchor: the moment the delay counts from: ``now``, ``bound`` (binding) or ``run_started``
-            (start of the current container run).
+        delay: which duration applies: ``none``, ``startup`` (startup delay), ``run`` (run duration) or
+            ``prepare`` (prepare delay).
+        anchor: the moment the delay counts from: ``now``, ``bound`` (binding), ``run_started`` (start of
+            the current container run) or ``prepared`` (the claims prepared; the binding without claims).
     """
 
     name: DnsLabel
@@ -213,6 +229,9 @@ class PodFacts:
         resources: ``spec.containers[i].resources`` (the objects themselves, not copies; None when unset).
         init_resources: the same for ``spec.initContainers``.
         pod_resources: ``spec.resources`` (pod-level resources) or None.
+        claims: (name in the pod, ResourceClaim name) of each DRA claim the pod uses: ``spec.resourceClaims``
+            (a template's claim named by ``status.resourceClaimStatuses``, '' until the controller wrote it)
+            and the claim the scheduler made for an extended resource (``status.extendedResourceClaimStatus``).
     """
 
     uid: str
@@ -241,6 +260,28 @@ class PodFacts:
     resources: tuple[dict[str, Any] | None, ...] = ()
     init_resources: tuple[dict[str, Any] | None, ...] = ()
     pod_resources: dict[str, Any] | None = None
+    claims: tuple[tuple[str, str], ...] = ()
+
+
+def pod_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(name in the pod, ResourceClaim name or '') of each DRA claim a pod uses (see :class:`PodFacts`)."""
+    wanted = spec.get("resourceClaims")
+    extended = status.get("extendedResourceClaimStatus")
+    if not wanted and not extended:
+        return ()
+    made = {s.get("name"): s.get("resourceClaimName") or "" for s in status.get("resourceClaimStatuses") or ()}
+    out = []
+    for c in wanted or ():
+        name = c.get("name", "")
+        if c.get("resourceClaimName"):
+            out.append((name, str(c["resourceClaimName"])))
+        elif name in made and not made[name]:
+            continue  # the controller says no claim is needed for it
+        else:
+            out.append((name, made.get(name, "")))
+    if extended and extended.get("resourceClaimName"):
+        out.append(("", str(extended["resourceClaimName"])))
+    return tuple(out)
 
 
 def parse_timestamp(text: Any) -> float | None:
@@ -316,6 +357,7 @@ def pod_facts(obj: dict[str, Any]) -> PodFacts:
         resources=tuple([c.get("resources") for c in containers]),
         init_resources=tuple([c.get("resources") for c in inits]) if inits else (),
         pod_resources=spec.get("resources"),
+        claims=pod_claims(spec, status),
     )
 
 
@@ -335,6 +377,8 @@ class LifecycleSpec(Spec):
         exit_code: container exit code at the end of the run (0 = Succeeded).
         failure_fraction: share (0..1) of pods that exit with ``failure_exit_code`` instead.
         failure_exit_code: exit code used for that share (non-zero).
+        prepare_delay: time the DRA driver's NodePrepareResources takes for a pod with claims, once they
+            are allocated and reserved for it (a finite distribution; default 0).
         gang_barrier: True: a gang member's run duration counts from the moment its gang has
             ``hollowscale.io/gang-min`` members running (see :mod:`hollow.gangs`), not from its own
             start; False: from its own start (the behaviour before gangs); None (default): the agent's
@@ -347,6 +391,7 @@ class LifecycleSpec(Spec):
     failure_fraction: Fraction01 = 0.0
     failure_exit_code: FailureExitCode = 1
     gang_barrier: bool | None = None
+    prepare_delay: FiniteDist = FIXED_ZERO
 
 
 class AnnotationError(ValueError):
@@ -373,6 +418,15 @@ def startup_delay(facts: PodFacts, lifecycle: LifecycleSpec) -> float:
     except AnnotationError:
         value = None
     return value if value is not None else lifecycle.startup_delay.sample_for(facts.uid, "startup")
+
+
+def prepare_delay(facts: PodFacts, lifecycle: LifecycleSpec) -> float:
+    """Seconds the claims' preparation takes: annotation, else the pool's distribution (keyed by uid)."""
+    try:
+        value = _annotated(facts, PREPARE_DELAY, False)
+    except AnnotationError:
+        value = None
+    return value if value is not None else lifecycle.prepare_delay.sample_for(facts.uid, "prepare")
 
 
 def run_duration(facts: PodFacts, lifecycle: LifecycleSpec) -> float:
@@ -425,7 +479,7 @@ def gang_min(facts: PodFacts) -> int | None:
 def annotation_problems(facts: PodFacts) -> list[str]:
     """Messages for unusable annotations (logged once per pod; defaults apply)."""
     problems = []
-    for key, forever in ((STARTUP_DELAY, False), (RUN_DURATION, True)):
+    for key, forever in ((STARTUP_DELAY, False), (RUN_DURATION, True), (PREPARE_DELAY, False)):
         try:
             _annotated(facts, key, forever)
         except AnnotationError as exc:
@@ -448,17 +502,18 @@ class Planned:
     due_wall: float
 
 
-def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None) -> Stage | None:
-    """The first stage whose selector matches the pod (``stages`` defaults to :func:`default_stages`)."""
+def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None, prepared: bool = True) -> Stage | None:
+    """The first stage whose selector matches the pod (``stages`` defaults to :func:`default_stages`);
+    ``prepared``: the pod has no claims, or they are prepared."""
     for stage in stages if stages is not None else default_stages():
-        if stage.selector.matches(facts.phase, facts.deleting, facts.restart_policy):
+        if stage.selector.matches(facts.phase, facts.deleting, facts.restart_policy, prepared):
             return stage
     return None
 
 
 def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
          stages: tuple[Stage, ...] | None = None, gated: bool = False,
-         barrier_at: float | None = None) -> Planned | None:
+         barrier_at: float | None = None, prepared_at: float | None = None) -> Planned | None:
     """The pod's next stage and when it is due, or None when nothing more will happen (for now).
 
     Args:
@@ -473,8 +528,10 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
             while ``barrier_at`` is None a stage anchored there does not come due (None is returned;
             the caller plans again when the gang crosses its barrier).
         barrier_at: the gang's barrier time (wall seconds), or None while it is not crossed.
+        prepared_at: when this process prepared the pod's claims (wall seconds), or None (not yet, or
+            the pod has none).
     """
-    stage = select(facts, stages)
+    stage = select(facts, stages, prepared=not facts.claims or prepared_at is not None)
     if stage is None:
         return None
     if gated and barrier_at is None and stage.anchor == "run_started":
@@ -483,12 +540,16 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         delay = 0.0
     elif stage.delay == "startup":
         delay = startup_delay(facts, lifecycle)
+    elif stage.delay == "prepare":
+        delay = prepare_delay(facts, lifecycle)
     else:
         delay = run_duration(facts, lifecycle)
     if math.isinf(delay):
         return None
     if stage.anchor == "bound":
         anchor = facts.bound_at
+    elif stage.anchor == "prepared":
+        anchor = prepared_at if prepared_at is not None else facts.bound_at
     elif stage.anchor == "run_started":
         anchor = run_started_at if run_started_at is not None else (facts.run_started_at or now_wall)
         if gated and barrier_at is not None and barrier_at > anchor:

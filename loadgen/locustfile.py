@@ -10,7 +10,7 @@ Every option is a flag, an env var (``LOCUST_KUBECONFIG``, ``LOCUST_LOAD_SPEC``,
 each user paces itself at ``per_user_rate`` instances/s.  Each create is a Locust request
 (``POST create Job distill/student``, ``POST create PodGroup distill`` for an instance's group
 objects, which go first); with tenants each instance goes to a tenant drawn by share and every tenant's
-namespace is claimed at test start; scheduling/start/completion latencies are requests of type
+namespace is claimed at test start; the DRA roles' ResourceClaimTemplates are created then too; scheduling/start/completion latencies are requests of type
 SCHEDULE/START/COMPLETE (:mod:`loadgen.latency`).  The spec is a :class:`loadgen.spec.LoadSpec`
 (:func:`loadgen.spec.load_spec`); one that does not validate stops Locust with every problem listed.
 Creates authenticate per request with the kubeconfig's bearer token when it has one (refreshed for
@@ -46,7 +46,7 @@ from loadgen.finalstats import write_final_csvs
 from loadgen.latency import LatencyWatcher
 from loadgen.shapes import make_shape_class
 from loadgen.spec import ArrivalSpec, LoadSpec, load_spec
-from loadgen.workloads import WorkloadMix
+from loadgen.workloads import WorkloadMix, claim_templates
 
 log = logging.getLogger("loadgen")
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -137,10 +137,16 @@ def _test_start(environment: Any, **_kw: Any) -> None:
         return
     opts = environment.parsed_options
     namespaces = STATE.spec.namespaces()  # every tenant's, else the one namespace
+    session = session_for(STATE.endpoint, 1)
     if not (opts and opts.no_create_namespace):
-        session = session_for(STATE.endpoint, 1)
         for ns in namespaces:
             claim_namespace(session, STATE.endpoint.server, ns, STATE.run_id)
+    for sub in claim_templates(STATE.spec, STATE.run_id):  # DRA roles' templates (a run made them already: 409)
+        r = session.post(STATE.endpoint.server + sub.path, data=orjson.dumps(sub.body),
+                         headers={"Content-Type": "application/json"}, timeout=30)
+        if r.status_code not in (201, 409):
+            raise SystemExit(f"loadgen: creating ResourceClaimTemplate {sub.body['metadata']['name']}: "
+                             f"HTTP {r.status_code}: {r.text[:300]}")
     if not (opts and opts.no_latency_events):
         STATE.watcher = LatencyWatcher(environment, STATE.endpoint, namespaces,
                                        None if STATE.run_id == "adhoc" else STATE.run_id)

@@ -29,6 +29,13 @@ YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rat
             node_selector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}
             tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
             run_duration: 60s       # optional, overrides the workload's
+            claim:                  # optional: DRA devices each pod asks for (resource.k8s.io/v1)
+              device_class: gpu.nvidia.com      # a DeviceClass (the run creates those of its pools)
+              count: 1              # devices per claim
+              selector: "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"
+              memory: 20Gi          # a share of each device's memory (consumable capacity), not all of it
+              shared: pod           # pod: a claim per pod from a ResourceClaimTemplate; instance: one
+                                    # ResourceClaim the role's pods of an instance share (time-slicing)
         # batch fields (all optional; without them the objects are exactly what they always were)
         gang: {min_members: all}    # all (sum of the replicas) | N (1 <= N <= that sum); Job and Pod only
         queued: true                # to the tenant's queue when the run has Kueue (or Volcano); Job only
@@ -282,6 +289,74 @@ def _is_extended(resource: str) -> bool:
     return "/" in resource and not resource.startswith(("kubernetes.io/", "requests."))
 
 
+class ClaimSpec(Spec):
+    """DRA devices each pod of a role asks for, as users write it (``resource.k8s.io/v1``).
+
+    Attributes:
+        device_class: the DeviceClass of the request (``exactly.deviceClassName``).
+        count: devices per claim (``ExactCount``).
+        selector: a CEL expression on the device (``device.attributes['<driver>'].<name>``,
+            ``device.capacity['<driver>'].<name>``), or None.
+        memory: a share of each device's memory (``capacity.requests.memory``: consumable capacity; the
+            device must allow multiple allocations), or None for whole devices.
+        shared: ``pod`` (each pod its own claim, from a ResourceClaimTemplate the run creates once per
+            namespace) or ``instance`` (one ResourceClaim per instance that the role's pods all reference:
+            several pods of a job on one device, time-slicing).
+    """
+
+    device_class: DnsSubdomain
+    count: Annotated[int, leaf(lambda v: _claim_count(v))] = 1
+    selector: Annotated[str, leaf(lambda v: _cel(v))] | None = None
+    memory: Quantity | None = None
+    shared: Annotated[str, leaf(lambda v: _claim_shared(v))] = "pod"
+
+    def request(self) -> dict[str, Any]:
+        """The claim's one request (named ``gpu``) in ``spec.devices.requests``."""
+        exactly: dict[str, Any] = {"deviceClassName": self.device_class}
+        if self.count != 1:
+            exactly["count"] = self.count
+        if self.selector:
+            exactly["selectors"] = [{"cel": {"expression": self.selector}}]
+        if self.memory is not None:
+            exactly["capacity"] = {"requests": {"memory": self.memory}}
+        return {"name": CLAIM_REQUEST, "exactly": exactly}
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"device_class": self.device_class, "count": self.count}
+        if self.selector is not None:
+            doc["selector"] = self.selector
+        if self.memory is not None:
+            doc["memory"] = self.memory
+        doc["shared"] = self.shared
+        return doc
+
+
+#: the name of the one request of a claim loadgen renders, and of the claim in the pod
+CLAIM_REQUEST = "gpu"
+CLAIM_SHARING = ("pod", "instance")
+
+
+def _claim_count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32:
+        raise ValueError(f"expected a whole number of devices 1..32 (a claim's ExactCount), got {show(value)}")
+    return value
+
+
+def _claim_shared(value: Any) -> str:
+    if value not in CLAIM_SHARING:
+        raise ValueError(f"expected one of {', '.join(CLAIM_SHARING)}, got {show(value)}")
+    return str(value)
+
+
+def _cel(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a CEL expression such as \"device.attributes['gpu.nvidia.com'].productName == "
+                         f"'NVIDIA H100 80GB HBM3'\", got {show(value)}")
+    if len(value) > 10 * 1024:
+        raise ValueError(f"expected at most 10 KiB (the API's limit for a CEL selector), got {len(value)} characters")
+    return value
+
+
 class RoleSpec(Spec):
     """One pod template of a workload (a workload with several roles submits one object per role).
 
@@ -292,6 +367,7 @@ class RoleSpec(Spec):
         resources: requests, e.g. ``{cpu: "4", nvidia.com/gpu: "8"}``; extended resources are also limits.
         node_selector, tolerations: placed on the pod spec.
         run_duration, startup_delay: override the workload's.
+        claim: DRA devices each pod asks for (:class:`ClaimSpec`), or None.
     """
 
     name: DnsLabel
@@ -302,6 +378,7 @@ class RoleSpec(Spec):
     tolerations: tuple[TolerationSpec, ...] = ()
     run_duration: Dist | None = None
     startup_delay: FiniteDist | None = None
+    claim: ClaimSpec | None = None
 
     @model_validator(mode="after")
     def _resources(self) -> RoleSpec:
@@ -330,6 +407,8 @@ class RoleSpec(Spec):
             doc["run_duration"] = self.run_duration.to_doc()
         if self.startup_delay is not None:
             doc["startup_delay"] = self.startup_delay.to_doc()
+        if self.claim is not None:
+            doc["claim"] = self.claim.to_doc()
         return doc
 
 
@@ -905,11 +984,13 @@ def load_spec(path: str | Path) -> LoadSpec:
 
 
 __all__ = [
+    "CLAIM_REQUEST",
     "CURVES",
     "CURVE_KEYS",
     "TOPOLOGY_KEYS",
     "WORKLOAD_KINDS",
     "ArrivalSpec",
+    "ClaimSpec",
     "GangSpec",
     "LoadSpec",
     "Namespace",

@@ -27,6 +27,14 @@ Batch workloads (see :mod:`loadgen.spec`: ``gang``, ``queued``, ``topology``; th
   role, ``minAvailable`` = gang minimum, else 1); a gang of bare Pods gets a Volcano PodGroup
   (``scheduling.volcano.sh/v1beta1``) named in each pod's ``scheduling.k8s.io/group-name`` annotation.
 
+DRA claims (a role's ``claim``, see :class:`loadgen.spec.ClaimSpec`): each pod names its claim in
+``spec.resourceClaims`` (``gpu``) and its container in ``resources.claims``; a claim per pod comes from
+the role's ResourceClaimTemplate (:func:`claim_templates`: one per namespace and role, created before
+the load, named by :func:`claim_template_name`; the claims the controller makes from it carry its
+labels), a claim shared by the role's pods of an instance is a ResourceClaim submitted before the role's
+object (:meth:`WorkloadMix.shared_claim_name`).  The pods' ``hollowscale.io/gpus`` label counts the
+devices a pod holds alone (whole devices of a claim of its own; 0 for a memory share or a shared claim).
+
 Group objects have fixed names (:meth:`WorkloadMix.group_name`: the instance name, cut to fit, and a hash
 of run id and instance), because pods must name their group before it is created; the role objects keep
 ``generateName``.
@@ -43,7 +51,15 @@ from typing import Any
 
 from kubecore.durations import format_go_duration
 from kubecore.namespaces import RUN_LABEL
-from loadgen.spec import DEFAULT_SCHEDULER, VOLCANO_JOB_NAME_MIN, LoadSpec, RoleSpec, TenantLoad, WorkloadSpec
+from loadgen.spec import (
+    CLAIM_REQUEST,
+    DEFAULT_SCHEDULER,
+    VOLCANO_JOB_NAME_MIN,
+    LoadSpec,
+    RoleSpec,
+    TenantLoad,
+    WorkloadSpec,
+)
 
 ANN_RUN = "hollowscale.io/run-duration"
 ANN_EXIT = "hollowscale.io/exit-code"
@@ -71,6 +87,37 @@ SCHEDULING_API = "scheduling.k8s.io/v1alpha2"
 VOLCANO_BATCH_API = "batch.volcano.sh/v1alpha1"
 VOLCANO_SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
 EXTENDED_PREFIXES = ("nvidia.com/", "amd.com/", "hugepages-")
+RESOURCE_API = "resource.k8s.io/v1"
+
+
+def claim_template_name(run_id: str, workload: str, role: str) -> str:
+    """The ResourceClaimTemplate of a role in a run: ``<workload>-<role>-<hash of the run id>``."""
+    digest = hashlib.sha1(run_id.encode()).hexdigest()[:8]
+    return f"{workload}-{role}"[:240].rstrip("-.") + f"-{digest}"
+
+
+def claim_spec(role: RoleSpec) -> dict[str, Any]:
+    """The ``spec`` of a ResourceClaim for the role's claim (one request, :data:`CLAIM_REQUEST`)."""
+    assert role.claim is not None
+    return {"devices": {"requests": [role.claim.request()]}}
+
+
+def claim_templates(spec: LoadSpec, run_id: str) -> list[Submission]:
+    """The ResourceClaimTemplates of the spec's roles with a claim per pod, one per namespace and role
+    (created before the load; the run deletes them with its namespaces)."""
+    out = []
+    for ns in spec.namespaces():
+        for w in spec.workloads:
+            for role in w.roles:
+                if role.claim is None or role.claim.shared != "pod":
+                    continue
+                labels = {LABEL_RUN: run_id, LABEL_WORKLOAD: w.name, LABEL_ROLE: role.name}
+                body = {"apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",
+                        "metadata": {"name": claim_template_name(run_id, w.name, role.name), "labels": labels},
+                        "spec": {"metadata": {"labels": labels}, "spec": claim_spec(role)}}
+                out.append(Submission(w.name, role.name, "ResourceClaimTemplate",
+                                      f"/apis/{RESOURCE_API}/namespaces/{ns}/resourceclaimtemplates", body))
+    return out
 
 
 def annotation_duration(seconds: float) -> str:
@@ -127,7 +174,8 @@ def _template(w: WorkloadSpec, role: RoleSpec) -> _Template:
     return _Template(
         requests=requests,
         limits={k: v for k, v in requests.items() if k.startswith(EXTENDED_PREFIXES)},
-        gpus=requests.get("nvidia.com/gpu", "0"),
+        gpus=requests.get("nvidia.com/gpu") or (str(role.claim.count) if role.claim is not None
+                                                 and role.claim.shared == "pod" and role.claim.memory is None else "0"),
         node_selector=dict(role.node_selector),
         tolerations=[t.to_manifest() for t in role.tolerations],
         exit_codes=[c for c, _ in items],
@@ -153,6 +201,7 @@ class _Plan:
         affinity_key: its topologyKey.
         scheduler: ``spec.schedulerName`` of the pods.
         name_room: characters the group name may have.
+        shared_claims: some role's pods of an instance share a ResourceClaim (submitted first).
     """
 
     batch: bool
@@ -167,6 +216,7 @@ class _Plan:
     affinity_key: str
     scheduler: str
     name_room: int
+    shared_claims: bool = False
 
 
 def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
@@ -190,6 +240,7 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
         kueue=spec.kueue and w.queued, volcano_queue=spec.volcano and w.queued and bool(spec.tenants),
         topology_key=topology_key, affinity=affinity, affinity_key=topo.key if topo is not None else "",
         scheduler=scheduler, name_room=max(room, VOLCANO_JOB_NAME_MIN),
+        shared_claims=any(r.claim is not None and r.claim.shared == "instance" for r in w.roles),
     )
     return replace(plan, batch=gang_min is not None or plan.kueue or topo is not None or spec.volcano)
 
@@ -247,8 +298,29 @@ class WorkloadMix:
         self._instance_run = w.run_duration.sample(self.rng) if w.same_duration else None
         plan = self._plans[w.name]
         if not plan.batch and tenant is None:
-            return [self.build(w, role, instance) for role in w.roles]
+            shared = self.shared_claims(w, instance, self.namespace) if plan.shared_claims else []
+            return shared + [self.build(w, role, instance) for role in w.roles]
         return self.build_instance(w, instance, tenant)
+
+    def shared_claim_name(self, instance: str, role: str) -> str:
+        """The fixed name of the ResourceClaim a role's pods of an instance share: the instance and role
+        cut to fit, then 10 hex digits of a hash of run id, instance and role (unique across runs)."""
+        digest = hashlib.sha1(f"{self.run_id}/{instance}/{role}".encode()).hexdigest()[:10]
+        return f"{instance}-{role}"[:200].rstrip("-.") + f"-{digest}"
+
+    def shared_claims(self, w: WorkloadSpec, instance: str, namespace: str) -> list[Submission]:
+        """The ResourceClaims an instance's roles share (``claim.shared: instance``), before the roles' objects."""
+        out = []
+        for role in w.roles:
+            if role.claim is None or role.claim.shared != "instance":
+                continue
+            labels = {LABEL_RUN: self.run_id, LABEL_WORKLOAD: w.name, LABEL_ROLE: role.name, LABEL_INSTANCE: instance}
+            body = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim",
+                    "metadata": {"name": self.shared_claim_name(instance, role.name), "labels": labels},
+                    "spec": claim_spec(role)}
+            out.append(Submission(w.name, role.name, "ResourceClaim",
+                                  f"/apis/{RESOURCE_API}/namespaces/{namespace}/resourceclaims", body))
+        return out
 
     def group_name(self, w: WorkloadSpec, instance: str) -> str:
         """The fixed name of an instance's group objects (PodGroup, Workload, Volcano Job): the instance
@@ -264,7 +336,7 @@ class WorkloadMix:
         ns = tenant.namespace if tenant is not None else self.namespace
         group = self.group_name(w, instance) if plan.gang_min is not None or plan.volcano_job else None
         queue = tenant.queue_name if tenant is not None else None
-        out: list[Submission] = []
+        out: list[Submission] = self.shared_claims(w, instance, ns) if plan.shared_claims else []
         labels = {LABEL_RUN: self.run_id, LABEL_WORKLOAD: w.name, LABEL_INSTANCE: instance}
         if group is not None and plan.gang_min is not None:
             labels[LABEL_GANG] = group
@@ -376,6 +448,15 @@ class WorkloadMix:
             "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "main", "image": IMAGE, "resources": resources}],
         }
+        claim = role.claim
+        if claim is not None:
+            ref = {"name": CLAIM_REQUEST}
+            if claim.shared == "instance":
+                ref["resourceClaimName"] = self.shared_claim_name(instance, role.name)
+            else:
+                ref["resourceClaimTemplateName"] = claim_template_name(self.run_id, w.name, role.name)
+            pod_spec["resourceClaims"] = [ref]
+            pod_spec["containers"][0]["resources"] = dict(resources, claims=[{"name": CLAIM_REQUEST}])
         if t.node_selector:
             pod_spec["nodeSelector"] = t.node_selector
         if t.tolerations:

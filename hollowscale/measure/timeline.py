@@ -51,6 +51,7 @@ from kubecore.watch import SYNC, list_then_watch, now_ms, session_for
 from loadgen.workloads import (
     ANN_GANG_MIN,
     LABEL_GANG,
+    LABEL_GPUS,
     LABEL_INSTANCE,
     LABEL_KUEUE_PRIORITY,
     LABEL_KUEUE_QUEUE,
@@ -139,6 +140,18 @@ def _gpus(pod_spec: dict[str, Any]) -> float:
     return total
 
 
+def _held_gpus(spec: dict[str, Any], labels: dict[str, Any]) -> float:
+    """``nvidia.com/gpu`` requested, else the GPUs a pod holds through its own DRA claim (loadgen's
+    ``hollowscale.io/gpus`` label: whole devices of a claim of its own; 0 for a memory share)."""
+    counted = _gpus(spec)
+    if counted or not spec.get("resourceClaims"):
+        return counted
+    try:
+        return float(labels.get(LABEL_GPUS) or 0)
+    except ValueError:
+        return 0.0
+
+
 def _int_or_none(v: Any) -> int | None:
     try:
         return int(v)
@@ -183,7 +196,7 @@ class Timeline:
             rec = PodRecord(
                 uid=uid, name=meta.get("name", ""), workload=labels.get(LABEL_WORKLOAD, ""),
                 role=labels.get(LABEL_ROLE, ""), instance=labels.get(LABEL_INSTANCE, ""),
-                owner_kind=owner.get("kind", ""), owner_uid=owner.get("uid", ""), gpus=_gpus(spec),
+                owner_kind=owner.get("kind", ""), owner_uid=owner.get("uid", ""), gpus=_held_gpus(spec, labels),
                 created_ms=t, server_created=meta.get("creationTimestamp", ""), owner_api=owner.get("apiVersion", ""),
                 namespace=meta.get("namespace", ""), gang=labels.get(LABEL_GANG, ""),
                 gang_min=_int_or_none(ann.get(ANN_GANG_MIN)),
@@ -254,7 +267,7 @@ class Timeline:
             completions = spec.get("completions")
             suspended = bool(spec.get("suspend"))
             rec = JobRecord(uid, meta.get("name", ""), "Job", labels.get(LABEL_WORKLOAD, ""),
-                            labels.get(LABEL_ROLE, ""), labels.get(LABEL_INSTANCE, ""), _gpus(tmpl),
+                            labels.get(LABEL_ROLE, ""), labels.get(LABEL_INSTANCE, ""), _held_gpus(tmpl, tlabels),
                             parallelism, t,
                             namespace=meta.get("namespace", ""), queue=labels.get(LABEL_KUEUE_QUEUE, ""),
                             gang=labels.get(LABEL_GANG) or tlabels.get(LABEL_GANG, ""),

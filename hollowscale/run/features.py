@@ -10,6 +10,7 @@ features hooked there, in order, with no branch of its own:
 - :class:`StartsWithLoad`: when the load starts (something scheduled later in it);
 - :class:`InjectsFaults`: the fault types it fires (:mod:`hollowscale.run.faults`);
 - :class:`HoldsSettle`: the run settles only once it has finished;
+- :class:`UsesTimeline`: the run's pod and Job timeline, once it collects (read when it summarizes);
 - :class:`Summarizes`: its part of ``summary.json``;
 - :class:`hollowscale.report.sections.ReportSection`: its part of ``summary.md`` and ``report.html``.
 
@@ -24,6 +25,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from hollowscale.batch.feature import BatchObjectsFeature
 from hollowscale.distilljobs.feature import DistillJobsFeature
+from hollowscale.dra.feature import DraFeature
+from hollowscale.dra.feature import applies as dra_applies
+from hollowscale.measure.timeline import Timeline
 from hollowscale.report.sections import ReportSection
 from hollowscale.run.faults import FaultHandler
 from hollowscale.scenario import Scenario
@@ -68,6 +72,13 @@ class HoldsSettle(Protocol):
 
 
 @runtime_checkable
+class UsesTimeline(Protocol):
+    def use_timeline(self, timeline: Timeline) -> None:
+        """The run's watch timeline of pods and Jobs, once it collects (before the agents start)."""
+        ...
+
+
+@runtime_checkable
 class Summarizes(Protocol):
     def summarize(self, summary: dict[str, Any], t0: float) -> None:
         """Add its part to the assembled summary (``t0``: the load's start)."""
@@ -85,6 +96,7 @@ class FeatureHooks:
     settle: tuple[HoldsSettle, ...]
     summary: tuple[Summarizes, ...]
     report: tuple[ReportSection, ...]
+    timeline: tuple[UsesTimeline, ...] = ()
 
 
 def hooks_for(features: Sequence[RunFeature]) -> FeatureHooks:
@@ -95,7 +107,8 @@ def hooks_for(features: Sequence[RunFeature]) -> FeatureHooks:
                         faults=tuple(f for f in features if isinstance(f, InjectsFaults)),
                         settle=tuple(f for f in features if isinstance(f, HoldsSettle)),
                         summary=tuple(f for f in features if isinstance(f, Summarizes)),
-                        report=tuple(f for f in features if isinstance(f, ReportSection)))
+                        report=tuple(f for f in features if isinstance(f, ReportSection)),
+                        timeline=tuple(f for f in features if isinstance(f, UsesTimeline)))
 
 
 def features_for(sc: Scenario, run_id: str, log: Callable[[str], None], errors: list[str],
@@ -105,4 +118,6 @@ def features_for(sc: Scenario, run_id: str, log: Callable[[str], None], errors: 
     if sc.distill_jobs:
         features.append(DistillJobsFeature(sc, run_id, log, errors, sleep, phase))
     features.append(BatchObjectsFeature(sc, run_id))
+    if dra_applies(sc):  # DeviceClasses, claims' dry run and templates, claim timeline (hollowscale/dra/)
+        features.append(DraFeature(sc, run_id, log, errors))
     return features

@@ -173,6 +173,8 @@ class Runner:
         self.collector = TimelineCollector(access.endpoint, namespaces[0] if len(namespaces) == 1
                                            else list(namespaces), self.run_id)
         self.collector.start()
+        for feature in self.hooks.timeline:
+            feature.use_timeline(self.collector.timeline)
         self.leaders = LeaderWatch(access.endpoint)
         self.leaders.start()
         self.placement = placement = placement_for(PlacementSettings(

@@ -34,7 +34,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
-from kubecore.schema import DnsLabel, Quantity, Spec, number, problem
+from hollowscale.scenario.dra import GPU_MODES
+from kubecore.schema import DnsLabel, Quantity, Spec, number, one_of, problem
 from loadgen.spec import Namespace
 
 
@@ -76,12 +77,15 @@ class PriorityClassSpec(Spec):
 
 
 class VariantSpec(Spec):
-    """One way to run the scenario: which scheduling features are on."""
+    """One way to run the scenario: which scheduling features are on, and how GPUs are asked for
+    (``gpus``: counted | claims | extended, ``gpu_sharing``; see :mod:`hollowscale.scenario.dra`)."""
 
     name: DnsLabel
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
     preemption: StrictBool = True
+    gpus: one_of(*GPU_MODES) | None = None  # type: ignore[valid-type]
+    gpu_sharing: StrictBool | None = None
 
 
 def check_quotas(where: tuple[str | int, ...], quotas: dict[str, dict[str, str]],

@@ -33,6 +33,7 @@ from hollowscale.scenario.batch import (
     check_variants,
 )
 from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
+from hollowscale.scenario.dra import apply_gpu_mode, claim_problems, variant_claim_problems
 from hollowscale.scenario.sweep import SweepSpec, sweep_problems
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, field_errors, number, one_of, raise_problems
@@ -367,6 +368,8 @@ class ScenarioFile(Spec):
                 problems.append((("slos", i, "name"), f"duplicate SLO name {s.name!r}"))
             seen.add(s.name)
         problems += _fit_problems(self.pools, self.workloads)
+        problems += claim_problems(self.pools, self.workloads, self.cluster.backend)  # DRA claims vs the devices
+        problems += variant_claim_problems(self.variants, self.pools, self.workloads, self.cluster.backend)
         problems += check_tenants(self.tenants, {p.name: dict(p.allocatable) for p in self.pools})
         for i, t in enumerate(self.tenants):
             problems += _tenant_load_problems(i, t, self.cluster.namespace)
@@ -540,8 +543,11 @@ class Scenario:
     def with_variant(self, v: VariantSpec) -> Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
         cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
-        load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
-        return dataclasses.replace(self, cluster=cluster, load=load, variant=v.name, preemption=v.preemption)
+        pools, workloads = apply_gpu_mode(self.pools, self.workloads, v.gpus, v.gpu_sharing)  # counted|claims|extended
+        load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
+                                            "workloads": workloads})
+        return dataclasses.replace(self, cluster=cluster, load=load, pools=pools, variant=v.name,
+                                   preemption=v.preemption)
 
     @property
     def namespaces(self) -> tuple[str, ...]:

@@ -121,7 +121,7 @@ def _bad(mutate: dict[str, Any], source: str = "my-pools.yaml") -> str:
         ({"name": "Bad_Name"}, "pools[1].name: expected a lowercase DNS label"),
         ({"name": "x" * 49}, "pools[1].name: expected at most 48 characters"),
         ({"name": "v100"}, "pools[1].name: expected a name not used by an earlier pool (pools[0]), got 'v100'"),
-        ({"gpus": 8}, "pools[1].gpus: unknown key (expected one of: allocatable, annotations, count,"),
+        ({"gpu_count": 8}, "pools[1].gpu_count: unknown key (expected one of: allocatable, annotations, count,"),
         ({"podCIDR": "10.0.0.0/8"}, "pools[1].podCIDR: unknown key"),
         ({"taints": [{"key": "k", "effect": "Sometimes"}]},
          "pools[1].taints[0].effect: expected one of NoSchedule, PreferNoSchedule, NoExecute, got 'Sometimes'"),
@@ -158,7 +158,7 @@ def _bad(mutate: dict[str, Any], source: str = "my-pools.yaml") -> str:
          "pools[1].topology.zones: expected at least one zone when racks_per_zone is set"),
         ({"stages": 3}, "pools[1].stages: expected a list, got int 3"),
         ({"stages": [{"name": "x", "action": "go"}]},
-         "pools[1].stages[0].action: expected one of start, finish, finalize, got 'go'"),
+         "pools[1].stages[0].action: expected one of start, finish, finalize, prepare, got 'go'"),
     ],
 )
 def test_errors_name_file_field_and_expectation(mutate: dict[str, Any], line: str) -> None:
@@ -262,7 +262,7 @@ def test_bad_stages_file_is_reported_under_the_pool(tmp_path: Path) -> None:
     lines = str(info.value).splitlines()
     where = f"{tmp_path / 'pools.yaml'}: pools[1].stages: {stages}: "
     assert lines == [
-        where + "stages[0].action: expected one of start, finish, finalize, got 'begin'",
+        where + "stages[0].action: expected one of start, finish, finalize, prepare, got 'begin'",
         where + "stages[0].selector.phases[0]: expected one of Pending, Running, Succeeded, Failed, Unknown, "
                 "got 'Runing'",
         where + "stages[1].speed: unknown key (expected one of: action, anchor, delay, name, selector)",
