@@ -10,8 +10,10 @@ from typing import Any
 
 from hollowscale.backends.base import BackendSettings, ClusterAccess, ClusterFacts
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
+from hollowscale.cluster.realnode import RealNodeSettings
 from hollowscale.measure.prom import targets_from_metrics
 from hollowscale.paths import REPO_ROOT
+from hollowscale.scenario.model import ClusterSpec
 from kubecore.config import load_endpoint
 
 
@@ -35,6 +37,21 @@ class SupervisedControlPlane:
 
     def fault(self, action: str, component: str, duration_s: float) -> dict[str, Any]:
         return self.cluster.fault(action, component, duration_s)
+
+
+def real_node_settings(c: ClusterSpec) -> RealNodeSettings:
+    """The real nodes ``cluster`` (a ClusterSpec) asks for, with their fake GPUs (``real_node_gpus``)."""
+    g = c.real_node_gpus
+    if g is None:
+        return RealNodeSettings(count=c.real_nodes)
+    if g.expose == "counted":
+        return RealNodeSettings(count=c.real_nodes, fake_gpus=g.count, gpu_model=g.gpu_model().product)
+    return RealNodeSettings(count=c.real_nodes, dra_gpus=g.count, dra=g.gpu_spec())
+
+
+def _gpus_differ(info: ClusterInfo, wanted: RealNodeSettings) -> bool:
+    """A reused cluster's real nodes offer other GPUs than the scenario asks for."""
+    return any((n.fake_gpus, n.dra_gpus) != (wanted.fake_gpus, wanted.dra_gpus) for n in info.real_nodes)
 
 
 def facts(info: ClusterInfo) -> ClusterFacts:
@@ -67,16 +84,20 @@ class LocalBackend:
         c = self.settings.scenario.cluster
         log = self.settings.log
         d = self._dir()
+        nodes = real_node_settings(c)
         self.cluster = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue,
-                                    real_nodes=c.real_nodes)
+                                    real_nodes=nodes)
         info = self.cluster.up(progress=log, timeout_s=240)
         if info.profile != c.profile:
             raise RuntimeError(f"the running cluster in {d} has profile {info.profile!r}, the scenario asks for "
                                f"{c.profile!r}; stop it (hollowscale cluster down --dir {d}) or set cluster.dir")
+        if info.reused and c.real_node_gpus is not None and _gpus_differ(info, nodes):
+            raise RuntimeError(f"the running cluster in {d} has real nodes without the GPUs cluster.real_node_gpus "
+                               f"asks for; stop it (hollowscale cluster down --dir {d}) or set cluster.dir")
         missing = c.real_nodes - len(info.real_nodes)
         if info.reused and missing > 0:  # a running cluster with fewer real nodes than the scenario asks
             log(f"adding {missing} real node(s) to the running cluster")
-            self.cluster.add_real_nodes(missing, progress=log, timeout_s=180)
+            self.cluster.add_real_nodes(dataclasses.replace(nodes, count=missing), progress=log, timeout_s=180)
             info = self.cluster.info() or info
         self.started = not info.reused
         return ClusterAccess(

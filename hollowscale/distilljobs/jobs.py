@@ -48,6 +48,8 @@ COLLECTIONS = {
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
     "Workload": "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads",
     "PodGroup": "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
 }
 #: what a gang job creates only when its student is due (its members must come together)
 GANG_KINDS = ("Workload", "PodGroup", "Deployment", "Service", "Job")

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from hollow.dra import GPU_CLASS
 from hollowscale.paths import REPO_ROOT
 from hollowscale.scenario.distill import DistillJobSpec
 from kubecore.namespaces import RUN_LABEL
@@ -26,6 +27,7 @@ MANIFESTS = ("rbac.yaml", "teachers.yaml", "student.yaml")
 JOB_LABEL = "distill.hollowscale.io/job"
 TEACHER = "distill-teacher"
 STUDENT = "distill-student"
+RESOURCE_API = "resource.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class RenderSettings:
             are one gang (an in-tree ``Workload`` + ``PodGroup``, ``scheduling.k8s.io/v1alpha2``, with
             ``minCount`` = teachers + 1, as loadgen makes them for hollow gangs), created together, so
             they start together or not at all.
+        gpus: how the real nodes offer GPUs (``cluster.real_node_gpus.expose``: ``counted`` or ``dra``), so
+            a job with ``gpus`` asks ``nvidia.com/gpu`` or ResourceClaims (:func:`gpu_objects`); None: none.
     """
 
     namespace: str
@@ -55,6 +59,7 @@ class RenderSettings:
     apiserver: tuple[str, int] | None = None
     pull_never: bool = True
     gang: bool = False
+    gpus: str | None = None
 
 
 def load_manifests(deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
@@ -106,10 +111,65 @@ def gang_objects(job: DistillJobSpec, s: RenderSettings) -> list[dict[str, Any]]
     ]
 
 
+def gpu_claim_names(job: str) -> tuple[str, str]:
+    """(the whole-GPU template, the teachers' own template or shared claim) of a job."""
+    return f"distill-gpu-{job}", f"distill-teacher-gpu-{job}"
+
+
+def gpu_objects(job: DistillJobSpec, s: RenderSettings) -> list[dict[str, Any]]:
+    """A DRA job's claim objects: a whole-GPU ResourceClaimTemplate (whole teachers, the student) and, for
+    shared teachers, one ResourceClaim they all use, or for memory-share teachers a template asking
+    ``teacher_memory`` of a GPU (consumable capacity)."""
+    g = job.gpus
+    if g is None or s.gpus != "dra":
+        return []
+    whole, teachers = gpu_claim_names(job.name)
+    meta = {"namespace": s.namespace, "labels": {JOB_LABEL: job.name, RUN_LABEL: s.run_id}}
+
+    def spec(capacity: str | None = None) -> dict[str, Any]:
+        exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS}
+        if capacity:
+            exactly["capacity"] = {"requests": {"memory": capacity}}
+        return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+
+    out = []
+    if g.teachers == "whole" or g.student:
+        out.append({"apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": whole, **copy.deepcopy(meta)}, "spec": {"spec": spec()}})
+    if g.teachers == "shared":
+        out.append({"apiVersion": RESOURCE_API, "kind": "ResourceClaim",
+                    "metadata": {"name": teachers, **copy.deepcopy(meta)}, "spec": spec()})
+    elif g.teachers == "memory":
+        out.append({"apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": teachers, **copy.deepcopy(meta)}, "spec": {"spec": spec(g.teacher_memory)}})
+    return out
+
+
+def _ask_gpu(pod: dict[str, Any], job: DistillJobSpec, s: RenderSettings, teacher: bool) -> None:
+    """The pod's one container asks its GPU: ``nvidia.com/gpu: 1`` (counted) or the claim ``gpu`` (DRA)."""
+    g = job.gpus
+    if g is None or s.gpus is None or (not teacher and not g.student):
+        return
+    c = pod["containers"][0]
+    if s.gpus == "counted":
+        c.setdefault("resources", {}).setdefault("limits", {})["nvidia.com/gpu"] = "1"
+        return
+    whole, teachers = gpu_claim_names(job.name)
+    if not teacher or g.teachers == "whole":
+        source = {"resourceClaimTemplateName": whole}
+    elif g.teachers == "shared":
+        source = {"resourceClaimName": teachers}
+    else:
+        source = {"resourceClaimTemplateName": teachers}
+    pod["resourceClaims"] = [{"name": "gpu", **source}]
+    c.setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+
+
 def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY_DIR) -> list[dict[str, Any]]:
-    """The job's objects, ready to create in ``s.namespace`` (RBAC, [gang,] teacher Deployment + Service,
-    student Job)."""
+    """The job's objects, ready to create in ``s.namespace`` (RBAC, [GPU claims,] [gang,] teacher Deployment +
+    Service, student Job)."""
     out: list[dict[str, Any]] = []
+    claims = gpu_objects(job, s)
     for shipped in load_manifests(deploy_dir):
         doc = copy.deepcopy(shipped)
         meta = doc.setdefault("metadata", {})
@@ -144,11 +204,14 @@ def render_job(job: DistillJobSpec, s: RenderSettings, deploy_dir: Path = DEPLOY
             for v in pod.get("volumes", []):
                 if "hostPath" in v:
                     v["hostPath"]["path"] = s.model_dir
+            _ask_gpu(pod, job, s, teacher=kind == "Deployment")
             if kind == "Job":
                 _student(doc, job, s)
             else:
                 doc["spec"]["template"]["spec"]["containers"][0]["command"] = _with_flag(
                     doc["spec"]["template"]["spec"]["containers"][0]["command"], "--threads", str(job.threads))
+        if kind == "Deployment":
+            out += claims  # before the pods that use them
         if s.gang and kind == "Deployment":
             out += gang_objects(job, s)  # before its members
         out.append(doc)

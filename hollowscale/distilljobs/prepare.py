@@ -64,7 +64,8 @@ def build_distill_jobs(sc: Scenario, sockets: Sequence[str], endpoint: KubeEndpo
     settings = RenderSettings(namespace=claim.name, run_id=run_id, image=images[0].name,
                               model_dir=str(checkpoint.parent),
                               apiserver=(parts.hostname or "127.0.0.1", parts.port or 443), pull_never=True,
-                              gang=sc.cluster.gang_scheduling)
+                              gang=sc.cluster.gang_scheduling,
+                              gpus=sc.cluster.real_node_gpus.expose if sc.cluster.real_node_gpus else None)
     return DistillJobs(session, server, sc.distill_jobs, settings, log)
 
 

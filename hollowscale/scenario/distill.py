@@ -13,12 +13,28 @@ for the same seed.
 
 from __future__ import annotations
 
-from pydantic import StrictInt
+from pydantic import StrictBool, StrictInt
 
-from kubecore.schema import DnsLabel, Seconds, Spec, number
+from kubecore.schema import DnsLabel, Quantity, Seconds, Spec, number, one_of
 
 #: faults aimed at a distillation job's teachers (``job`` names it)
 DISTILL_FAULTS = ("teacher-kill", "teacher-scale")
+
+
+class DistillGpus(Spec):
+    """The GPUs a job's pods get on the real nodes (``cluster.real_node_gpus``); how they ask follows from how
+    the nodes offer them: ``nvidia.com/gpu: 1`` when counted, ResourceClaims when DRA.
+
+    Attributes:
+        teachers: ``whole`` (a GPU each), ``shared`` (every teacher on one shared ResourceClaim: one GPU,
+            time-sliced) or ``memory`` (each teacher a ``teacher_memory`` share of a GPU: consumable capacity).
+        teacher_memory: a teacher's memory share (with ``teachers: memory``).
+        student: the student gets a whole GPU.
+    """
+
+    teachers: one_of("whole", "shared", "memory") = "whole"  # type: ignore[valid-type]
+    teacher_memory: Quantity = "10Gi"
+    student: StrictBool = True
 
 
 class DistillJobSpec(Spec):
@@ -34,6 +50,7 @@ class DistillJobSpec(Spec):
         start_at_s: when the student is created, in seconds after the load starts (the teachers are
             started and Ready before the load).
         timeout_s: how long the run waits for the student to finish after it was created.
+        gpus: GPUs for the teachers and the student (:class:`DistillGpus`); None: none, as before.
     """
 
     name: DnsLabel
@@ -46,6 +63,7 @@ class DistillJobSpec(Spec):
     threads: number(1, 64, integer=True) = 1  # type: ignore[valid-type]
     start_at_s: Seconds = 0.0
     timeout_s: Seconds = 900.0
+    gpus: DistillGpus | None = None
 
     def student_args(self) -> list[str]:
         """The student's training flags (``python -m distill.student``), as the bench passes them."""

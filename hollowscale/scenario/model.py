@@ -34,6 +34,7 @@ from hollowscale.scenario.batch import (
 )
 from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
 from hollowscale.scenario.dra import apply_gpu_mode, claim_problems, variant_claim_problems
+from hollowscale.scenario.realgpus import RealNodeGpus, distill_gpu_problems, real_node_gpu_problems
 from hollowscale.scenario.sweep import SweepSpec, sweep_problems
 from kubecore.quantity import parse_quantity
 from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, field_errors, number, one_of, raise_problems
@@ -123,6 +124,8 @@ class ClusterSpec(Spec):
         real_nodes: real kubelets (each with its own containerd) the local cluster starts beside the
             hollow nodes, labelled ``hollowscale.io/node-kind=real`` and tainted so hollow workloads
             never land there; ``distill_jobs`` run on them.  Needs root.
+        real_node_gpus: fake GPUs on each real node, counted or as DRA devices
+            (:class:`~hollowscale.scenario.realgpus.RealNodeGpus`); None: none.
     """
 
     backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
@@ -135,6 +138,7 @@ class ClusterSpec(Spec):
     kueue: StrictBool = False
     volcano: StrictBool = False
     real_nodes: number(0, 16, integer=True) = 0  # type: ignore[valid-type]
+    real_node_gpus: RealNodeGpus | None = None
 
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
@@ -418,6 +422,8 @@ class ScenarioFile(Spec):
                              "deploy/distill yourself"))
         elif self.distill_jobs and self.cluster.real_nodes < 1:
             problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)"))
+        problems += real_node_gpu_problems(self.cluster.real_node_gpus, self.cluster.real_nodes, self.cluster.backend)
+        problems += distill_gpu_problems(self.distill_jobs, self.cluster.real_node_gpus, self.cluster.real_nodes)
         if self.distill_jobs and self.variants:
             problems.append((("distill_jobs",), "expected no variants with distill_jobs (one cluster, one set of jobs)"))
         if self.distill_jobs:  # the run claims <cluster.namespace>-distill (hollowscale.distilljobs.prepare)
