@@ -34,6 +34,20 @@ def parse_samples(text: str) -> dict[str, float]:
     return out
 
 
+def families(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample of ``text`` grouped by sample name (``x_bucket``, ``x_sum`` and ``x_count`` of a
+    histogram each under its own name): ``name -> [(labels, value)]``.
+
+    Raises:
+        ValueError: the text is not in the exposition format.
+    """
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), float(sample.value)))
+    return out
+
+
 def scrape(url: str, timeout_s: float = 5.0) -> dict[str, float]:
     """GET ``url`` (a ``/metrics`` endpoint on loopback) and parse it; {} when unreachable or not metrics."""
     try:
