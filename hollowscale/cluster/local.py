@@ -52,7 +52,7 @@ from hollowscale.cluster.binaries import Binaries, binaries, kubelet_binary, kue
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
 from hollowscale.cluster.components import kueue as kueue_component
 from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert, write_kubeconfig
-from hollowscale.cluster.profiles import Profile, get_profile
+from hollowscale.cluster.profiles import Profile, get_profile, with_client_limits
 from hollowscale.cluster.realnode import pool as realnode_pool
 from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
 from hollowscale.cluster.supervisor import read_events as read_supervisor_events
@@ -163,6 +163,8 @@ class _State:
     features: dict[str, Any] = field(default_factory=dict)
     #: ``network`` (bridge, cidr, gateway) and ``nodes`` (RealNodeInfo as dicts)
     real_nodes: dict[str, Any] = field(default_factory=dict)
+    #: client limits that differ from the profile's: component -> [qps, burst]
+    client_limits: dict[str, list[float]] = field(default_factory=dict)
 
 
 class LocalCluster:
@@ -182,14 +184,17 @@ class LocalCluster:
         real_nodes: real nodes to start with the cluster (a count, or settings with fake GPUs); needs
             root, containerd, runc, the CNI plugins and the kubelet (``make setup-test``).
         kubelet_bin: the kubelet binary (default: the cached one).
+        client_limits: client (QPS, burst) per component that differ from the profile's
+            (:func:`hollowscale.cluster.profiles.with_client_limits`; a plan varies them).
     """
 
     def __init__(self, dir: Path = DEFAULT_DIR, profile: str = "default", apiserver_port: int = 0,
                  bins: Binaries | None = None, gang_scheduling: bool = False, kueue: bool = False,
                  kueue_bin: Path | None = None, real_nodes: int | realnode.RealNodeSettings | None = None,
-                 kubelet_bin: Path | None = None) -> None:
+                 kubelet_bin: Path | None = None, client_limits: dict[str, tuple[float, int]] | None = None) -> None:
         self.dir = Path(dir).absolute()
-        self.profile: Profile = get_profile(profile)
+        self.client_limits = dict(client_limits or {})
+        self.profile: Profile = with_client_limits(get_profile(profile), self.client_limits)
         self.apiserver_port = apiserver_port
         self.bins = bins or binaries()
         self.gang_scheduling = gang_scheduling
@@ -258,7 +263,8 @@ class LocalCluster:
     def _info(self, state: _State, reused: bool) -> ClusterInfo:
         pki = self.dir / "pki"
         ports = state.ports
-        profile = get_profile(state.profile)
+        profile = with_client_limits(get_profile(state.profile),
+                                     {k: (float(v[0]), int(v[1])) for k, v in state.client_limits.items()})
         metrics = {
             "apiserver": f"https://127.0.0.1:{ports['kube-apiserver']}/metrics",
             "controller-manager": f"https://127.0.0.1:{ports['kube-controller-manager']}/metrics",
@@ -436,7 +442,8 @@ class LocalCluster:
         ports = dict(zip(names, free_ports(len(names)), strict=True))
         if self.apiserver_port:
             ports["kube-apiserver"] = self.apiserver_port
-        state = _State(profile=self.profile.name, ports=ports)
+        state = _State(profile=self.profile.name, ports=ports,
+                       client_limits={k: [float(v[0]), int(v[1])] for k, v in self.client_limits.items()})
         state.features = self._features(ports)
         self._save_state(state)
         say("generating certificates")

@@ -7,7 +7,9 @@ rather than client-side throttles.  The chosen profile is recorded in every repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,27 @@ PROFILES: dict[str, Profile] = {
         kueue_burst=10000,
     ),
 }
+
+
+#: the components whose client limits :func:`with_client_limits` sets, and the profile's fields for them
+CLIENT_FIELDS: dict[str, tuple[str, str]] = {
+    "controller-manager": ("controller_manager_qps", "controller_manager_burst"),
+    "scheduler": ("scheduler_qps", "scheduler_burst"),
+    "kueue": ("kueue_qps", "kueue_burst"),
+}
+
+
+def with_client_limits(profile: Profile, limits: Mapping[str, tuple[float, int]] | None) -> Profile:
+    """``profile`` with some components' client (QPS, burst) replaced (``limits``: component of
+    :data:`CLIENT_FIELDS` -> (qps, burst)); the name stays the profile's, the limits are in its fields
+    (and so in every report's ``client_qps``)."""
+    changes: dict[str, Any] = {}
+    for comp, (qps, burst) in (limits or {}).items():
+        if comp not in CLIENT_FIELDS:
+            raise ValueError(f"no client limit for {comp!r}; expected one of: {', '.join(CLIENT_FIELDS)}")
+        f_qps, f_burst = CLIENT_FIELDS[comp]
+        changes[f_qps], changes[f_burst] = float(qps), int(burst)
+    return replace(profile, **changes) if changes else profile
 
 
 def get_profile(name: str) -> Profile:

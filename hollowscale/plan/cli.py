@@ -69,8 +69,8 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
         if not quiet:
             console.print(msg, highlight=False, markup=False)
 
-    def up(profile: str, d: str) -> tuple[Any, Any]:
-        local = LocalCluster(Path(d), profile=profile)
+    def up(profile: str, d: str, limits: dict[str, tuple[float, int]]) -> tuple[Any, Any]:
+        local = LocalCluster(Path(d), profile=profile, client_limits=limits)
         t = time.monotonic()
         running_before = local.info() is not None
         try:
@@ -82,6 +82,10 @@ def plan_cmd(scenario: str, out: str | None, resume: bool, quiet: bool) -> None:
         if info.profile != profile:
             raise click.ClickException(f"the cluster running in {d} has profile {info.profile!r}, the plan needs "
                                        f"{profile!r}: stop it (hollowscale cluster down --dir {d})")
+        wrong = {c: v for c, v in limits.items() if tuple(info.client_qps.get(f"kube-{c}", info.client_qps.get(c, ()))) != v}
+        if wrong:
+            raise click.ClickException(f"the cluster running in {d} has other client limits than the plan's {wrong}: "
+                                       f"stop it (hollowscale cluster down --dir {d})")
         log(f"cluster {d} ({profile}): {'reused, left running after' if info.reused else 'started'} "
             f"in {time.monotonic() - t:.0f}s")
 

@@ -1,7 +1,8 @@
-"""The sweep's cells (profile x mix x size) and the scenario each point runs.
+"""The sweep's cells (profile x client limits x mix x size) and the scenario each point runs.
 
 A point's scenario is the plan's scenario file with: the cell's node counts, the cell's mix shares,
-the cell's profile and cluster folder, a constant arrival at the point's rate for ``warmup_s +
+the cell's profile and cluster folder (one per profile and client limits: the plan starts that
+cluster with the limits, :func:`hollowscale.cluster.profiles.with_client_limits`), a constant arrival at the point's rate for ``warmup_s +
 measure_s``, a namespace of its own (the previous point's may still be terminating), Prometheus off
 (the plan reads the control plane's own metrics at the window's ends instead) and no SLOs (the plan
 judges the measured window, not the whole run).  It is validated like any scenario.
@@ -21,44 +22,57 @@ AS_WRITTEN = "as-written"
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of the grid: a profile, a workload mix and a size (nodes per pool)."""
+    """One cell of the grid: a profile (with client limits of its own, or the profile's), a workload mix
+    and a size (nodes per pool)."""
 
     profile: str
     mix: str
     shares: tuple[tuple[str, float], ...]  # empty: the file's shares
     size: tuple[tuple[str, int], ...]  # every pool's node count
+    limits: str = ""  # the sweep's limits name ("" or one that sets nothing: the profile's own)
+    client_limits: tuple[tuple[str, float, int], ...] = ()  # (component, qps, burst) that differ
 
     @property
     def nodes(self) -> int:
         return sum(n for _, n in self.size)
 
     @property
+    def setting(self) -> str:
+        """The control plane's setting: ``<profile>``, or ``<profile>+<limits>`` with client limits of its own."""
+        return f"{self.profile}+{self.limits}" if self.client_limits else self.profile
+
+    @property
     def key(self) -> str:
-        """``<profile>/<mix>/<pool>=<n>,...``: stable across plans, used in the state's point keys."""
-        return f"{self.profile}/{self.mix}/" + ",".join(f"{p}={n}" for p, n in self.size)
+        """``<setting>/<mix>/<pool>=<n>,...``: stable across plans, used in the state's point keys."""
+        return f"{self.setting}/{self.mix}/" + ",".join(f"{p}={n}" for p, n in self.size)
+
+    def limits_dict(self) -> dict[str, tuple[float, int]]:
+        return {c: (q, b) for c, q, b in self.client_limits}
 
     def label(self) -> str:
-        return f"{self.nodes} nodes ({', '.join(f'{p} {n}' for p, n in self.size)}), mix {self.mix}, profile {self.profile}"
+        return f"{self.nodes} nodes ({', '.join(f'{p} {n}' for p, n in self.size)}), mix {self.mix}, profile {self.setting}"
 
 
 def cells(doc: dict[str, Any], sweep: SweepSpec) -> list[Cell]:
-    """Every cell, profiles outermost (one cluster each), then mixes, then sizes in the order given."""
+    """Every cell, profiles outermost, then client limits (one cluster per profile x limits), then mixes,
+    then sizes in the order given."""
     counts = {p["name"]: int(p.get("count", 1)) for p in doc["pools"]}
     profiles = sweep.profiles or (str((doc.get("cluster") or {}).get("profile", "default")),)
     mixes = [(m.name, tuple(sorted(m.shares.items()))) for m in sweep.mixes] or [(AS_WRITTEN, ())]
+    limits = [(m.name, tuple((c, q, b) for c, (q, b) in m.client_limits().items())) for m in sweep.limits] or [("", ())]
     out = []
     for profile in profiles:
-        for mix, shares in mixes:
-            for size in sweep.sizes:
-                full = dict(counts, **size)
-                out.append(Cell(profile, mix, shares,
-                                tuple((p, full[p]) for p in counts)))
+        for lname, client in limits:
+            for mix, shares in mixes:
+                for size in sweep.sizes:
+                    full = dict(counts, **size)
+                    out.append(Cell(profile, mix, shares, tuple((p, full[p]) for p in counts), lname, client))
     return out
 
 
-def cluster_dir(sweep: SweepSpec, profile: str) -> str:
-    """The local cluster of one profile (reused across its cells)."""
-    return f"{sweep.cluster_dir}-{profile}"
+def cluster_dir(sweep: SweepSpec, setting: str) -> str:
+    """The local cluster of one setting (a profile, or ``<profile>+<limits>``), reused across its cells."""
+    return f"{sweep.cluster_dir}-{setting.replace('+', '-')}"
 
 
 def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, index: int,
@@ -70,7 +84,7 @@ def point_doc(doc: dict[str, Any], sweep: SweepSpec, cell: Cell, rate: float, in
     d["name"] = f"{doc['name']}-p{index:03d}"[:63].rstrip("-")
     cluster = dict(d.get("cluster") or {})
     base_ns = str(cluster.get("namespace", "hollowscale-load"))
-    cluster.update(profile=cell.profile, dir=cluster_dir(sweep, cell.profile), backend="local",
+    cluster.update(profile=cell.profile, dir=cluster_dir(sweep, cell.setting), backend="local",
                    namespace=f"{base_ns[:45]}-p{index:03d}" + (f"-{stamp}" if stamp else ""))
     d["cluster"] = cluster
     size = dict(cell.size)

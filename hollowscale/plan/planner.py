@@ -1,7 +1,7 @@
 """The plan loop: clusters per profile, cells, per-SLO bisections over cached points, progress and ETA.
 
-Cluster reuse: one local cluster per profile (``<sweep.cluster_dir>-<profile>``), reused across that
-profile's sizes, mixes and rates.  Why that does not bias a point: every point registers its own
+Cluster reuse: one local cluster per setting (a profile, or a profile with the sweep's client limits:
+``<sweep.cluster_dir>-<profile>[-<limits>]``), reused across that setting's sizes, mixes and rates.  Why that does not bias a point: every point registers its own
 nodes and removes them after (agents delete their nodes), submits into a namespace of its own (the
 previous one is deleted), and is judged only on objects created after its warm-up, once the nodes
 and the cluster's caches hold the point's size.  What could: etcd's history grows across points (the
@@ -115,8 +115,9 @@ class Planner:
         self.result.measured += 1
         verdicts = ", ".join(f"{k} {'ok' if v['passed'] else 'FAIL'} ({v['value']})" for k, v in rec["slos"].items())
         b = rec["figures"].get("backlog") or {}
+        attr = rec.get("attribution") or {}
         self.log(f"  -> {verdicts}; backlog {'GROWING: ' + b.get('why', '') if b.get('growing') else 'steady'}; "
-                 f"{rec['wall_s']:.0f}s")
+                 f"{attr.get('words', 'no limit attribution')}; {rec['wall_s']:.0f}s")
         return rec
 
     def run_cell(self, cell: Cell) -> dict[str, Knee]:
@@ -132,17 +133,18 @@ class Planner:
         return knees
 
     # ------------------------------------------------------------------------------ clusters
-    def run(self, up: Callable[[str, str], tuple[Any, Callable[[], None]]] | None = None) -> PlanResult:
-        """Every profile's cells on that profile's cluster (``up(profile, dir) -> (info, stop)``)."""
-        profiles: list[str] = []
+    def run(self, up: Callable[[str, str, dict[str, tuple[float, int]]], tuple[Any, Callable[[], None]]] | None = None) \
+            -> PlanResult:
+        """Every setting's cells on that setting's cluster (``up(profile, dir, client_limits) -> (info, stop)``)."""
+        settings: list[str] = []
         for c in self.cells:
-            if c.profile not in profiles:
-                profiles.append(c.profile)
-        for profile in profiles:
-            todo = [c for c in self.cells if c.profile == profile]
+            if c.setting not in settings:
+                settings.append(c.setting)
+        for setting in settings:
+            todo = [c for c in self.cells if c.setting == setting]
             stop: Callable[[], None] = lambda: None  # noqa: E731
             if up is not None and not self._all_measured(todo):
-                self.info, stop = up(profile, cluster_dir(self.sweep, profile))
+                self.info, stop = up(todo[0].profile, cluster_dir(self.sweep, setting), todo[0].limits_dict())
             try:
                 for cell in todo:
                     self.result.knees[cell.key] = self.run_cell(cell)

@@ -4,18 +4,23 @@ The orchestrator (:class:`hollowscale.run.orchestrator.Runner`) does everything 
 plan's running cluster (it reuses it and leaves it up): agents register the point's nodes, the Ready
 barrier, the constant-rate load, settle, teardown (agents delete their nodes, the point's namespace
 is deleted).  Beside it :class:`~hollowscale.plan.scrape.WindowWatch` reads the control plane at the
-window's ends.  The verdict per SLO comes from :mod:`.window` (warm-up excluded) and the scrape.
+window's ends.  The verdict per SLO comes from :mod:`.window` (warm-up excluded) and the scrape; the
+point's ranked limits (:mod:`hollowscale.measure.attribution`) from the same two reads, which are kept in
+the run folder (``attribution/{start,end}/<component>.prom`` and ``window.json``) so that the ranking
+can be computed again from what was read.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hollowscale.plan.scrape import ComponentScraper, WindowWatch, window_diff
+from hollowscale.measure.attribution import Context, attribute
+from hollowscale.plan.scrape import ComponentScraper, Sample, WindowWatch, window_diff
 from hollowscale.plan.window import parse_iso, read_jobs, read_pods, window_figures
 from hollowscale.scenario import Scenario, SloSpec
 from hollowscale.scenario.sweep import SweepSpec
@@ -62,6 +67,27 @@ def judge(slos: tuple[SloSpec, ...], figures: dict[str, Any], cp: dict[str, Any]
     return out
 
 
+def keep_reads(run_dir: Path, first: Sample, last: Sample, ctx: Context) -> None:
+    """The two reads as attribution snapshot files (``attribution/start|end/<component>.prom``) and
+    ``attribution/window.json`` (their times and the context)."""
+    root = run_dir / "attribution"
+    for edge, sample in (("start", first), ("end", last)):
+        (root / edge).mkdir(parents=True, exist_ok=True)
+        for comp, text in sample.texts.items():
+            (root / edge / f"{comp}.prom").write_text(text)
+    (root / "window.json").write_text(json.dumps({"t_start": first.t, "t_end": last.t, "cores": ctx.cores,
+                                                   "client_qps": ctx.client_qps}, indent=2) + "\n")
+
+
+def point_attribution(run_dir: Path, first: Sample | None, last: Sample | None, info: Any) -> dict[str, Any] | None:
+    """The point's ranked limits from the window's two reads (kept in the run folder), or None."""
+    if first is None or last is None:
+        return None
+    ctx = Context(cores=os.cpu_count() or 1, client_qps=dict(getattr(info, "client_qps", None) or {}))
+    keep_reads(run_dir, first, last, ctx)
+    return attribute(first.snapshot(), last.snapshot(), ctx).to_dict()
+
+
 def run_point(sc: Scenario, settings: PointSettings, info: Any, rate: float, run_id: str) -> dict[str, Any]:
     """Run one point and return its record (figures, control plane, verdicts, wall time, run folder)."""
     from hollowscale.run.orchestrator import EXIT_INTERRUPTED, Runner
@@ -99,6 +125,7 @@ def run_point(sc: Scenario, settings: PointSettings, info: Any, rate: float, run
         "nodes_ready": (summary.get("cluster") or {}).get("nodes_ready"),
         "figures": figures, "control_plane": cp, "slos": verdicts,
         "passed_all": all(v["passed"] for v in verdicts.values()),
+        "attribution": point_attribution(run_dir, watch.first, watch.last, info),
     }
     (run_dir / "plan-point.json").write_text(json.dumps(record, indent=2, default=str))
     return record

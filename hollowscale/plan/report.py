@@ -1,7 +1,11 @@
 """The capacity report: ``capacity.json`` (everything), ``capacity.md`` and a self-contained ``capacity.html``.
 
+At each knee the report names the limit that bound first (:func:`hollowscale.measure.attribution.bound_first`,
+from each point's ranked limits) with its figures at the knee and at the first failing rate, in words,
+in a table and in a plot (each limit's pressure vs rate per cell).
+
 Plots (inline SVG, matplotlib): p99 pod startup vs rate per size, sustainable rate (knee) vs nodes per
-SLO, control-plane CPU and memory per component vs nodes and vs rate, and the fitted cost projected to
+SLO, the limits' pressure vs rate per cell, control-plane CPU and memory per component vs nodes and vs rate, and the fitted cost projected to
 5,000 and 15,000 nodes with its interval (marked as a projection).  The answers are written in words.
 The tables are built once as blocks (headings, paragraphs, lists, tables) and rendered twice: Markdown
 for capacity.md, escaped HTML tables (the run report's table helper and style) for capacity.html.
@@ -22,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from hollowscale import __version__
+from hollowscale.measure.attribution import attribute, bound_first, read_window
 from hollowscale.plan.fit import PROJECT_TO, cost_fits
 from hollowscale.plan.state import write_json_atomic
 from hollowscale.report.html import CSS as REPORT_CSS
@@ -39,6 +44,11 @@ METHOD = {
     "bisection": "per cell and SLO, bisection on rate between rate.lo and rate.hi until the bracket is <= "
                  "rate.resolution; lo is measured only when no midpoint passes, hi only when all pass; a rate is "
                  "measured once and shared by every SLO of the cell; passed = SLO met and no growing backlog",
+    "attribution": "each point's limits from the components' own /metrics read at the window's edges (CPU against a "
+                   "core and the machine's cores, client rate limiters, APF, etcd, the scheduler's, Kueue's and the Job "
+                   "controller's loops, work queues, pending pods/workloads), each as pressure = figure / threshold, "
+                   "ranked; at a knee, walking the points in rising rate up to the first failing one, the first binding "
+                   "limit met bound first (hollowscale/measure/attribution.py)",
     "cluster_reuse": "one local cluster per profile, reused across sizes, mixes and rates: each point registers and "
                      "removes its own nodes and uses a namespace of its own; possible bias: etcd history growth "
                      "between compactions and garbage collection of the previous point's namespace during the next "
@@ -56,16 +66,21 @@ def build_capacity(sc: Any, planner: Any, result: Any) -> dict[str, Any]:
     nodes_of = {c.key: c.nodes for c in result.cells}
     for cell in result.cells:
         pts = sorted((p for p in state.points.values() if p.get("cell_key") == cell.key), key=lambda p: p["rate"])
+        rows = [_point_row(p) for p in pts]
+        knees = {k: v.to_dict() for k, v in (result.knees.get(cell.key) or {}).items()}
+        for name, k in knees.items():
+            k["bound_first"] = bound_first([{"rate": r["rate"], "passed": (r["slos"].get(name) or {}).get("passed"),
+                                             "attribution": r.get("attribution")} for r in rows])
         cells_out.append({
-            "key": cell.key, "profile": cell.profile, "mix": cell.mix, "nodes": cell.nodes, "size": dict(cell.size),
-            "knees": {k: v.to_dict() for k, v in (result.knees.get(cell.key) or {}).items()},
-            "points": [_point_row(p) for p in pts],
+            "key": cell.key, "profile": cell.setting, "base_profile": cell.profile,
+            "client_limits": {c: {"qps": q, "burst": b} for c, q, b in cell.client_limits},
+            "mix": cell.mix, "nodes": cell.nodes, "size": dict(cell.size), "knees": knees, "points": rows,
         })
-    profiles = sorted({c.profile for c in result.cells})
+    profiles = sorted({c.setting for c in result.cells})
     fits: dict[str, Any] = {}
     for prof in profiles:
         pts = [p for p in state.points.values() if str(p.get("cell_key", "")).startswith(prof + "/")]
-        knee_rates = [k.knee for c in result.cells if c.profile == prof
+        knee_rates = [k.knee for c in result.cells if c.setting == prof
                       for k in (result.knees.get(c.key) or {}).values() if k.knee is not None]
         rate = min(knee_rates) if knee_rates else planner.sweep.rate.lo
         at_pts = [p["figures"]["pods_per_s"] for p in pts if p["rate"] == rate and p.get("figures", {}).get("pods_per_s")]
@@ -96,6 +111,25 @@ def instance_words(sc: Any) -> str:
     return "; ".join(parts)
 
 
+def point_attribution(p: dict[str, Any]) -> dict[str, Any] | None:
+    """A point's ranked limits, computed again from the reads it kept (``<run_dir>/attribution``) so the
+    report follows the current rule; the recorded ones when the reads are gone.  The machine's CPU says
+    how much of the "everything else" was the point's own agents and Locust (its ``summary.json``)."""
+    run_dir = Path(p["run_dir"]) if p.get("run_dir") else None
+    reads = read_window(run_dir / "attribution") if run_dir else None
+    doc = attribute(*reads).to_dict() if reads else p.get("attribution")
+    try:
+        harness = json.loads((run_dir / "summary.json").read_text())["measurements"]["harness_processes"] if run_dir else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        harness = {}
+    cores = sum(float(v.get("cpu_cores_avg") or 0.0) for v in (harness or {}).values() if isinstance(v, dict))
+    for lim in (doc or {}).get("limits") or []:
+        if lim["key"] == "cpu:host" and harness:
+            lim["figures"]["harness_cores"] = round(cores, 3)
+            lim["words"] += f"; of the rest, this point's agents and Locust used {cores:.2f} cores"
+    return doc
+
+
 def _point_row(p: dict[str, Any]) -> dict[str, Any]:
     f = p.get("figures") or {}
     cp = p.get("control_plane") or {}
@@ -105,7 +139,8 @@ def _point_row(p: dict[str, Any]) -> dict[str, Any]:
             "pods_per_s": f.get("pods_per_s"), "objects_per_s": f.get("objects_per_s"),
             "backlog": f.get("backlog"), "mutating_requests_per_s": cp.get("mutating_requests_per_s"),
             "components": cp.get("components"), "api_latency_slo_ms": cp.get("api_latency_slo_ms"),
-            "wall_s": p.get("wall_s"), "run_dir": p.get("run_dir"), "incomplete_reason": p.get("incomplete_reason")}
+            "wall_s": p.get("wall_s"), "run_dir": p.get("run_dir"), "incomplete_reason": p.get("incomplete_reason"),
+            "attribution": point_attribution(p)}
 
 
 def saturation(points: Any, slos: Any) -> dict[str, Any]:
@@ -160,6 +195,8 @@ def answers(doc: dict[str, Any]) -> list[str]:
                 out.append(f"at {k['knee']:g} instances/s of mix {c['mix']}, {who} hold {slo_desc[name]}; at "
                            f"{k['failing']:g}/s they do not ({why_failed(c, name, k['failing'])}; knee within "
                            f"{k['step']:g}/s).")
+            if k.get("bound_first"):
+                out.append(f"{who}, {name}: {bound_words(k['bound_first'])}")
     sat = doc["saturation"]
     if sat["highest_met"]:
         h = sat["highest_met"]
@@ -184,6 +221,74 @@ def answers(doc: dict[str, Any]) -> list[str]:
                            f"{pr['pods_per_s']:g} pods/s ({prof}) ~ {pr['value']:.2f}{err} cores (95% prediction "
                            "interval).")
     return out
+
+
+def bound_words(b: dict[str, Any]) -> str:
+    """What bound first at a knee, in words, with its pressure at the knee and at the first failing rate."""
+    def pr(x: dict[str, Any] | None) -> str:
+        if not x or x.get("pressure") is None:
+            return "n/a"
+        return f"{x['pressure']:.2f} at {x['rate']:g}/s"
+    moves = f" (pressure {pr(b.get('knee'))} -> {pr(b.get('failing'))}; 1 = its threshold)"
+    fail = b.get("failing") or {}
+    words = fail.get("words") or b["words"]
+    if b["binding"]:
+        return f"bound first by {b['key']} (binding from {b['at_rate']:g}/s){moves}: {words}"
+    return f"no limit reached its threshold up to the first failing rate; nearest {b['key']}{moves}: {words}"
+
+
+def limits_plot(doc: dict[str, Any]) -> str:
+    """Each cell's limits: pressure (figure / threshold, log axis) vs rate, the threshold at 1, the knee
+    dotted; the limits drawn are those that bind at some point of the cell or rank in its top three."""
+    cells = [c for c in doc["cells"] if any(p.get("attribution") for p in c["points"])]
+    n = max(len(cells), 1)
+    cols = 2 if n > 1 else 1
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
+    keys: list[str] = []
+    for c in cells:
+        for p in c["points"]:
+            lims = (p.get("attribution") or {}).get("limits") or []
+            for i, lim in enumerate(lims):
+                if lim["pressure"] is not None and (lim["binding"] or i < 3) and lim["key"] not in keys:
+                    keys.append(lim["key"])
+    for idx, c in enumerate(cells):
+        ax = axes[idx // cols][idx % cols]
+        pts = sorted((p for p in c["points"] if p.get("attribution")), key=lambda p: p["rate"])
+        for j, key in enumerate(keys):
+            xs, ys = [], []
+            for p in pts:
+                lim = next((x for x in p["attribution"]["limits"] if x["key"] == key), None)
+                if lim and lim["pressure"] is not None:
+                    xs.append(p["rate"])
+                    ys.append(max(lim["pressure"], 1e-3))
+            if xs:
+                ax.plot(xs, ys, "o-", color=f"C{j % 10}", ms=4, lw=1.2, label=key)
+        ax.axhline(1.0, color="k", ls="--", lw=1)
+        for k in c["knees"].values():
+            if k.get("knee") is not None:
+                ax.axvline(k["knee"], color="0.5", ls=":", lw=1)
+            b = k.get("bound_first")
+            if b:
+                ax.set_title(f"{c['key']}\n{'bound first: ' if b['binding'] else 'nearest: '}{b['key']}", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("rate (instances/s)", fontsize=7)
+        ax.set_ylabel("pressure (1 = threshold)", fontsize=7)
+        ax.tick_params(labelsize=7)
+    for idx in range(len(cells), rows * cols):
+        axes[idx // cols][idx % cols].axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for row in axes:
+        for ax in row:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=min(4, len(labels)),
+                   bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(labels) - 1) // 4)))
+    fig.tight_layout(rect=(0, 0.08 + 0.03 * ((len(labels) - 1) // 4), 1, 1))
+    return _svg(fig)
 
 
 # ------------------------------------------------------------------------------------ plots
@@ -274,6 +379,10 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
                 _svg(fig)))
     out.append(("plot-knee-vs-nodes", "sustainable rate (knee, bar up to the first failing rate) vs nodes",
                 knee_plot(doc)))
+    if any(p.get("attribution") for c in cells for p in c["points"]):
+        out.append(("plot-limits", "what binds: each limit's pressure (its figure / its threshold; log axis, 1 = the "
+                    "threshold, dashed) vs rate per cell; dotted: the knee; title: the limit that bound first",
+                    limits_plot(doc)))
     comps = sorted({comp for c in cells for p in c["points"] for comp in (p["components"] or {})})
     for resource, label in (("cpu_cores_avg", "CPU cores"), ("rss_mib_max", "RSS MiB")):
         fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
@@ -361,27 +470,45 @@ def head_blocks(doc: dict[str, Any]) -> list[Block]:
 def table_blocks(doc: dict[str, Any]) -> list[Block]:
     """Knees, points, the cost fit and the method: one content for capacity.md and capacity.html."""
     knees = []
+    bound = []
     for c in doc["cells"]:
         for name, k in c["knees"].items():
             tried = ", ".join(f"{t['rate']:g}:{'pass' if t['passed'] else 'fail'}" for t in k["tried"])
+            b = k.get("bound_first")
             knees.append([c["key"], name, str(k["knee"] if k["knee"] is not None else "n/a"), k["verdict"],
-                          f"{k['step']:g}", tried])
+                          f"{k['step']:g}", tried, (b["key"] + ("" if b["binding"] else " (nearest, not binding)"))
+                          if b else "n/a"])
+            if b:
+                bound.append([c["key"], name, b["key"], "yes" if b["binding"] else "no",
+                              _pressure(b.get("knee")), _pressure(b.get("failing")),
+                              (b.get("failing") or {}).get("words") or b["words"]])
     points = []
     for c in doc["cells"]:
         for p in c["points"]:
             comps = p["components"] or {}
             b = p["backlog"] or {}
+            attr = p.get("attribution") or {}
+            top = (attr.get("limits") or [{}])[0]
             points.append([c["key"], f"{p['rate']:g}", str(p["pod_startup_p99_ms"]), str(p["pods_per_s"]),
                            str(b.get("growth_fraction")), str(p["mutating_requests_per_s"]),
                            str((comps.get("apiserver") or {}).get("cpu_cores_avg")),
                            str((comps.get("etcd") or {}).get("cpu_cores_avg")), "yes" if p["passed_all"] else "no",
+                           (attr.get("binding") or f"none (top {top.get('key')} {_pressure(top)})") if attr else "n/a",
                            str(p["wall_s"])])
     out: list[Block] = [
         Heading(2, "Knees"),
-        Table(["cell", "SLO", "knee (instances/s)", "verdict", "step", "points tried (rate: pass/fail)"], knees),
+        Table(["cell", "SLO", "knee (instances/s)", "verdict", "step", "points tried (rate: pass/fail)", "bound first"],
+              knees)]
+    if bound:
+        out += [Heading(2, "What bound at each knee"),
+                Para([("", "Pressure = the limit's figure / its threshold (1 = at the limit), at the knee and at the "
+                           "first failing rate; the figures are those of the first failing rate.")]),
+                Table(["cell", "SLO", "limit", "binding", "pressure at the knee", "at the first failing rate",
+                       "figures"], bound)]
+    out += [
         Heading(2, "Points"),
         Table(["cell", "rate", "startup p99 ms", "pods/s", "backlog slope/rate", "mutating req/s", "apiserver CPU",
-               "etcd CPU", "passed", "wall s"], points),
+               "etcd CPU", "passed", "binding limit", "wall s"], points),
         Heading(2, "Control-plane cost fit (a + b*nodes + c*pods/s) and projections")]
     for prof, f in doc["fits"].items():
         rows = []
@@ -398,6 +525,12 @@ def table_blocks(doc: dict[str, Any]) -> list[Block]:
                        "15,000 nodes", "note"], rows)]
     out += [Heading(2, "Method"), Bullets([[("b", k), ("", f": {v}")] for k, v in doc["method"].items()])]
     return out
+
+
+def _pressure(x: dict[str, Any] | None) -> str:
+    if not x or x.get("pressure") is None:
+        return "n/a"
+    return f"{x['pressure']:.2f}" + (f" ({x['rate']:g}/s)" if "rate" in x else "")
 
 
 def _md_runs(runs: Runs) -> str:

@@ -6,25 +6,30 @@ and takes differences: CPU cores = increase of ``process_cpu_seconds_total`` / w
 larger ``process_resident_memory_bytes`` of the two reads, mutating requests/s = increase of
 ``apiserver_request_total{verb=~POST|PUT|PATCH|DELETE|APPLY}`` / window, API latency p50/p99 per SLO
 group from the increase of ``apiserver_request_sli_duration_seconds_bucket`` (interpolated inside the
-bucket as Prometheus' ``histogram_quantile`` does).
+bucket as Prometheus' ``histogram_quantile`` does).  Each read also keeps the lines that limit attribution
+reads (:func:`hollowscale.measure.attribution.keep_text`) of every component, Kueue's included, and the
+machine's CPU from ``/proc/stat``, so a point's binding limit is computed from the same two reads.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import requests
 
+from hollowscale.measure.attribution import HOST, Snapshot, host_text, keep_text
 from hollowscale.run.times import RunTimes
 
-COMPONENTS = ("apiserver", "etcd", "scheduler", "controller-manager")
+COMPONENTS = ("apiserver", "etcd", "scheduler", "controller-manager", "kueue")
 MUTATING = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 GROUPS: dict[str, Callable[[str], bool]] = {
     "mutating": lambda verb: verb in MUTATING,
@@ -48,6 +53,12 @@ class Sample:
     mutating: float = 0.0
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: per component (and ``host``) the exposition lines limit attribution reads
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def snapshot(self) -> Snapshot:
+        """The read as an attribution snapshot (:class:`hollowscale.measure.attribution.Snapshot`)."""
+        return Snapshot.from_texts(self.t, self.texts)
 
 
 def parse_metrics(text: str, component: str, sample: Sample) -> None:
@@ -143,18 +154,47 @@ class ComponentScraper:
             if not url:
                 continue
             kw: dict[str, Any] = {"timeout": 15}
+            token = (getattr(self.info, "metrics_tokens", None) or {}).get(comp)
             if comp == "apiserver":
                 kw.update(verify=str(self.info.ca_file), cert=(str(self.info.admin_cert), str(self.info.admin_key)))
+            elif token:  # Kueue: controller-runtime's authn/authz filter, a certificate of the cluster CA
+                kw.update(verify=str(self.info.ca_file), headers={"Authorization": f"Bearer {token.read_text().strip()}"})
             else:
                 kw.update(verify=False)
             try:
                 r = self.http.get(url, **kw)
                 r.raise_for_status()
                 parse_metrics(r.text, comp, s)
-            except requests.RequestException as exc:
+                s.texts[comp] = keep_text(r.text)
+            except (requests.RequestException, OSError) as exc:
                 s.errors.append(f"{comp} metrics ({url}): {exc}")
+        try:
+            with open("/proc/stat") as fh:
+                s.texts[HOST] = host_text(fh.read(), os.cpu_count() or 1)
+        except OSError as exc:
+            s.errors.append(f"/proc/stat: {exc}")
         s.t = (s.t + time.time()) / 2  # the reads took a moment: stamp their middle
         return s
+
+
+class LocalClusterScraper:
+    """A :class:`ComponentScraper` of the local cluster in ``cluster_dir``, made at the first read (a run
+    started beside it brings its cluster up first); ``info`` is that cluster's ``ClusterInfo``."""
+
+    def __init__(self, cluster_dir: Path):
+        self.cluster_dir = cluster_dir
+        self.scraper: ComponentScraper | None = None
+        self.info: Any = None
+
+    def sample(self) -> Sample:
+        if self.scraper is None:
+            from hollowscale.cluster.local import LocalCluster
+
+            self.info = LocalCluster(self.cluster_dir).info()
+            if self.info is None:
+                raise RuntimeError(f"no running cluster in {self.cluster_dir}")
+            self.scraper = ComponentScraper(self.info)
+        return self.scraper.sample()
 
 
 class WindowWatch(threading.Thread):
@@ -164,7 +204,7 @@ class WindowWatch(threading.Thread):
     orchestrator's load phase), so the run itself needs no hook.  ``first``/``last`` stay None when the run never got that far.
     """
 
-    def __init__(self, scraper: ComponentScraper, times: RunTimes, warmup_s: float):
+    def __init__(self, scraper: ComponentScraper | LocalClusterScraper, times: RunTimes, warmup_s: float):
         super().__init__(daemon=True, name="plan-window-watch")
         self.scraper = scraper
         self.times = times

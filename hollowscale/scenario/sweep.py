@@ -1,6 +1,6 @@
 """The ``sweep:`` section of a scenario: what ``hollowscale plan`` varies and how it searches.
 
-A plan is a grid over cluster sizes x workload mixes x profiles; on each cell the arrival rate is not
+A plan is a grid over cluster sizes x workload mixes x profiles (x client limits); on each cell the arrival rate is not
 gridded but *searched*: per SLO a bisection between ``rate.lo`` and ``rate.hi`` (workload instances/s,
 the unit of ``arrival.rate``) stops when the bracket is no wider than ``rate.resolution``.  Every point
 is a short run at a constant rate: ``warmup_s`` of load whose objects are left out of the figures, then
@@ -14,6 +14,13 @@ Example::
       warmup_s: 15s
       measure_s: 30s
       slos: [pod_startup_p99]             # names of the scenario's SLOs (default: all of them)
+      profiles: [default, scale]          # one cluster per profile
+      limits:                             # optional: client limits to vary, one cluster per profile x limits
+        - {name: upstream}                # the profile's own
+        - {name: cm-qps-60, controller_manager: {qps: 60, burst: 90}}
+
+A plan that explains a knee by a client limit tests that explanation with ``limits``: the same cells
+with the limit moved, so the knee is seen to move with it (or not).
 """
 
 from __future__ import annotations
@@ -89,6 +96,40 @@ class MixSpec(Spec):
     shares: dict[StrictStr, number(0)]  # type: ignore[valid-type]
 
 
+class ClientLimitSpec(Spec):
+    """One client's limit: requests/s (``qps``) and ``burst``."""
+
+    qps: number(0, lo_open=True)  # type: ignore[valid-type]
+    burst: number(1, integer=True)  # type: ignore[valid-type]
+
+
+class LimitsSpec(Spec):
+    """Client limits a sweep varies (components not named keep the profile's).
+
+    Attributes:
+        name: the setting's name in cell keys and reports (``<profile>+<name>``); a setting naming no
+            component is the profile's own limits and keeps the plain profile name.
+        controller_manager: kube-controller-manager's ``--kube-api-qps``/``--kube-api-burst`` (per
+            controller: each controller has its own client).
+        scheduler: kube-scheduler's ``clientConnection`` QPS and burst.
+        kueue: Kueue's ``clientConnection`` QPS and burst.
+    """
+
+    name: DnsLabel
+    controller_manager: ClientLimitSpec | None = None
+    scheduler: ClientLimitSpec | None = None
+    kueue: ClientLimitSpec | None = None
+
+    def client_limits(self) -> dict[str, tuple[float, int]]:
+        """component (``controller-manager``, ``scheduler``, ``kueue``) -> (qps, burst) of those set."""
+        out = {}
+        for comp, spec in (("controller-manager", self.controller_manager), ("scheduler", self.scheduler),
+                           ("kueue", self.kueue)):
+            if spec is not None:
+                out[comp] = (float(spec.qps), int(spec.burst))
+        return out
+
+
 class BacklogSpec(Spec):
     """When a point has a growing backlog (it then fails every SLO).
 
@@ -112,6 +153,8 @@ class SweepSpec(Spec):
         mixes: workload mixes (default: the file's shares, named ``as-written``).
         profiles: control-plane profiles (default: the file's ``cluster.profile``); one fresh local
             cluster per profile, reused across that profile's sizes and rates.
+        limits: client limits to vary within each profile (:class:`LimitsSpec`); default none: the
+            profile's own.  One cluster per profile x limits.
         rate: the bisection on arrival rate.
         warmup_s: load at the point's rate before the measured window; its objects are not counted.
         measure_s: the measured window; the point's figures come from objects created in it.
@@ -125,6 +168,7 @@ class SweepSpec(Spec):
     sizes: tuple[NodeCounts, ...]
     mixes: tuple[MixSpec, ...] = ()
     profiles: tuple[StrictStr, ...] = ()
+    limits: tuple[LimitsSpec, ...] = ()
     rate: RateSearch
     warmup_s: Seconds = 15.0
     measure_s: PositiveSeconds = 30.0
@@ -145,6 +189,10 @@ class SweepSpec(Spec):
         for i, p in enumerate(self.profiles):
             if p in self.profiles[:i]:
                 problems.append((("profiles", i), f"duplicate profile {p!r}"))
+        limit_names = [m.name for m in self.limits]
+        for i, n in enumerate(limit_names):
+            if n in limit_names[:i]:
+                problems.append((("limits", i, "name"), f"duplicate limits name {n!r}"))
         raise_problems("sweep", problems)
         return self
 

@@ -97,7 +97,7 @@ def test_an_interrupted_plan_continues_from_its_points(tmp_path: Path) -> None:
     ups: list[str] = []
     calls4: list[tuple[str, float]] = []
 
-    def up(profile: str, d: str) -> tuple[Any, Any]:
+    def up(profile: str, d: str, limits: dict[str, tuple[float, int]]) -> tuple[Any, Any]:
         ups.append(d)
         return None, lambda: None
 
@@ -113,7 +113,7 @@ def test_a_cluster_is_started_per_profile_and_stopped_even_on_interrupt(tmp_path
     def boom(cell: Cell, rate: float, index: int) -> dict[str, Any]:
         raise KeyboardInterrupt
 
-    def up(profile: str, d: str) -> tuple[Any, Any]:
+    def up(profile: str, d: str, limits: dict[str, tuple[float, int]]) -> tuple[Any, Any]:
         events.append(f"up {d}")
         return None, lambda: events.append("down")
 
@@ -173,3 +173,39 @@ def test_capacity_html_renders_the_tables_as_escaped_html_and_every_knee_verdict
     assert "<p>Scenario <code>" in page
     knee_fig = page[page.index("id='plot-knee-vs-nodes'"):page.index("id='plot-cpu_cores_avg'")]
     assert "api_mutating_p99" in knee_fig and "pod_startup_p99" in knee_fig and "top of searched range (17/s)" in knee_fig
+
+
+def test_the_report_names_what_bound_first_at_each_knee_in_words_a_table_and_a_plot(tmp_path: Path) -> None:
+    """Points carry their ranked limits: a client limit binds from 8/s on at 100 nodes, nothing binds at 300."""
+    inner = fake_measure([])
+
+    def measure(cell: Cell, rate: float, index: int) -> dict[str, Any]:
+        rec = inner(cell, rate, index)
+        client = rate / 8.0 if cell.nodes == 100 else 0.1
+        limits = [{"key": "client:controller-manager", "tier": "resource", "pressure": client, "binding": client >= 1,
+                   "figures": {"mean_wait_ms": 50 * client}, "words": f"waited {50 * client:g} ms"},
+                  {"key": "cpu:host", "tier": "resource", "pressure": 0.5, "binding": False, "figures": {},
+                   "words": "host half busy"}]
+        limits.sort(key=lambda x: (not x["binding"], -x["pressure"]))
+        rec["attribution"] = {"window_s": 30.0, "binding": "client:controller-manager" if client >= 1 else None,
+                              "words": "w", "limits": limits}
+        return rec
+
+    planner = make(tmp_path, [])
+    planner.measure = measure
+    doc = build_capacity(planner.sc, planner, planner.run())
+    small = doc["cells"][0]["knees"]["pod_startup_p99"]["bound_first"]
+    assert small["key"] == "client:controller-manager" and small["binding"] and small["at_rate"] == 9.0
+    assert small["knee"]["rate"] == 7.0 and small["failing"]["pressure"] == pytest.approx(9 / 8)
+    large = doc["cells"][1]["knees"]["pod_startup_p99"]["bound_first"]
+    assert large["key"] == "cpu:host" and not large["binding"]
+    text = " ".join(doc["answers"])
+    assert ("100 nodes (gpu 100, profile default), pod_startup_p99: bound first by client:controller-manager (binding "
+            "from 9/s) (pressure 0.88 at 7/s -> 1.12 at 9/s; 1 = its threshold): waited 56.25 ms") in text
+    assert "pod_startup_p99: no limit reached its threshold up to the first failing rate; nearest cpu:host" in text
+    md = markdown(doc)
+    assert "## What bound at each knee" in md and "| client:controller-manager |" in md
+    assert "| default/as-written/gpu=100 | pod_startup_p99 | client:controller-manager | yes | 0.88 (7/s) | 1.12 (9/s) |" in md
+    page = render_html(doc)
+    fig = page[page.index("id='plot-limits'"):]
+    assert "bound first: client:controller-manager" in fig and "nearest: cpu:host" in fig

@@ -93,3 +93,44 @@ def test_point_scenario_runs_the_cell_at_a_constant_rate_without_its_own_slos() 
     assert d == doc()  # the plan's document is left as it was
     raw = point_doc(d, sc.sweep, cell, 1.0, 1)
     assert raw["measurements"]["settle_timeout_s"] == sc.sweep.settle_s
+
+
+def test_client_limits_are_a_sweep_axis_with_a_cluster_each() -> None:
+    d = doc()
+    d["sweep"]["profiles"] = ["default"]
+    d["sweep"]["limits"] = [{"name": "upstream"}, {"name": "cm-qps-60", "controller_manager": {"qps": 60, "burst": 90}}]
+    sc = parse_scenario(d, "x.yaml", REPO)
+    assert sc.sweep is not None
+    cs = cells(d, sc.sweep)
+    assert [c.key for c in cs] == ["default/as-written/gpu=100", "default/as-written/gpu=300",
+                                   "default+cm-qps-60/as-written/gpu=100", "default+cm-qps-60/as-written/gpu=300"]
+    assert cs[2].profile == "default" and cs[2].limits_dict() == {"controller-manager": (60.0, 90)}
+    assert cs[0].limits_dict() == {}
+    from hollowscale.plan.grid import cluster_dir
+    assert cluster_dir(sc.sweep, cs[2].setting) == "/tmp/hs-plan-small-default-cm-qps-60"
+    p = point_doc(d, sc.sweep, cs[2], 2.0, 7)
+    assert p["cluster"]["profile"] == "default" and p["cluster"]["dir"] == "/tmp/hs-plan-small-default-cm-qps-60"
+
+
+def test_bad_client_limits_are_named() -> None:
+    d = doc()
+    d["sweep"]["limits"] = [{"name": "a", "controller_manager": {"qps": 0, "burst": 1.5}}, {"name": "a"},
+                            {"name": "b", "apiserver": {"qps": 1, "burst": 1}}]
+    msg = problems(d)
+    assert "sweep.limits[0].controller_manager.qps" in msg and "expected a number > 0, got 0" in msg
+    assert "sweep.limits[0].controller_manager.burst" in msg and "expected an integer" in msg
+    assert "sweep.limits[2].apiserver" in msg
+    d["sweep"]["limits"] = [{"name": "a"}, {"name": "a"}]
+    assert "sweep.limits[1].name" in problems(d) and "duplicate limits name 'a'" in problems(d)
+
+
+def test_a_profile_with_client_limits_keeps_its_name_and_other_limits() -> None:
+    from hollowscale.cluster.profiles import get_profile, with_client_limits
+    base = get_profile("default")
+    p = with_client_limits(base, {"controller-manager": (60.0, 90)})
+    assert (p.name, p.controller_manager_qps, p.controller_manager_burst) == ("default", 60.0, 90)
+    assert (p.scheduler_qps, p.apiserver_flags) == (base.scheduler_qps, base.apiserver_flags)
+    assert p.client_qps()["kube-controller-manager"] == (60.0, 90)
+    assert with_client_limits(base, None) is base
+    with pytest.raises(ValueError, match="no client limit for 'etcd'"):
+        with_client_limits(base, {"etcd": (1.0, 1)})
