@@ -75,12 +75,25 @@ def comparison_doc(scenario_name: str, variants: list[tuple[str, dict[str, Any]]
                      "complete": s.get("complete"), "passed": s.get("passed"),
                      "incomplete_reason": s.get("incomplete_reason"), "figures": figures_of(s),
                      "client_qps": c.get("client_qps"), "features": c.get("features"),
-                     "jobs_submitted": lookup(s.get("measurements") or {}, "jobs.submitted")})
+                     "jobs_submitted": lookup(s.get("measurements") or {}, "jobs.submitted"),
+                     "binding_limit": binding_limit(s)})
     labels: list[str] = []
     for _name, s in variants:
         labels += [k for k in figures_of(s) if k not in labels]
     return {"kind": "hollowscale-comparison", "schema_version": 1, "scenario": scenario_name, "figures": labels,
             "better": {label: better for label, _, better in FIGURES}, "variants": rows}
+
+
+def binding_limit(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The variant's binding limit over its load (``measurements.attribution``,
+    :mod:`hollowscale.measure.attribution`): its key (None: no limit reached its threshold) and words."""
+    a = (summary.get("measurements") or {}).get("attribution")
+    return {"key": a.get("binding"), "words": a.get("words")} if a else None
+
+
+def _limit_cell(r: dict[str, Any]) -> str:
+    b = r.get("binding_limit")
+    return "n/a" if not b else (b["key"] or "none reached its threshold")
 
 
 def _fmt(v: Any) -> str:
@@ -95,11 +108,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
              "| figure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for label in doc["figures"]:
         lines.append(f"| {label} | " + " | ".join(_fmt(r["figures"].get(label)) for r in doc["variants"]) + " |")
+    lines.append("| binding limit | " + " | ".join(_limit_cell(r) for r in doc["variants"]) + " |")
     lines.append("| verdict | " + " | ".join(
         ("PASSED" if r["passed"] else "FAILED") if r["complete"] else f"INCOMPLETE ({r['incomplete_reason']})"
         for r in doc["variants"]) + " |")
     lines += ["", "Client limits (QPS/burst) per variant: " + "; ".join(
         f"{r['name']}: {json.dumps(r['client_qps'])}" for r in doc["variants"]), ""]
+    lines += [f"- {r['name']}: {r['binding_limit']['words']}" for r in doc["variants"] if r.get("binding_limit")]
+    lines += [""] if any(r.get("binding_limit") for r in doc["variants"]) else []
     return "\n".join(lines)
 
 
@@ -151,7 +167,10 @@ def render_html(doc: dict[str, Any], variants: list[tuple[str, dict[str, Any]]])
              "folder.</p>",
              "<table><tr><th>figure</th>" + "".join(
                  f"<th><a href='{html.escape(n)}/report.html'>{html.escape(n)}</a></th>" for n in names) + "</tr>",
-             rows, f"<tr><td>verdict</td>{verdicts}</tr></table>",
+             rows, "<tr><td>binding limit</td>" + "".join(
+                 f"<td title='{html.escape((r.get('binding_limit') or {}).get('words') or '')}'>"
+                 f"{html.escape(_limit_cell(r))}</td>" for r in doc["variants"]) + "</tr>",
+             f"<tr><td>verdict</td>{verdicts}</tr></table>",
              "<h2>Variants</h2><table><tr><th>variant</th><th>features</th><th>client QPS/burst</th></tr>" + "".join(
                  f"<tr><td>{html.escape(r['name'])}</td><td><code>{html.escape(json.dumps(r['variant']))}</code></td>"
                  f"<td><code>{html.escape(json.dumps(r['client_qps']))}</code></td></tr>" for r in doc["variants"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from hollowscale import __version__
 from hollowscale.backends import ClusterFacts
 from hollowscale.batch import summary as batch
+from hollowscale.measure import attribution
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.integrity import integrity, read_audit
 from hollowscale.measure.prom import PromQueries
@@ -256,6 +258,10 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
             measurements["api_latency_slo_ms"] = api["slo_groups"]
             measurements["scheduler"] = pq.scheduler(ws, f.t_end)
             measurements["components"] = pq.components(ws, f.t_end)
+            ctx = attribution.Context(cores=os.cpu_count() or 1, client_qps=dict(ci.client_qps))
+            measurements["attribution"] = attribution.attribution_from_prometheus(
+                pq.instant, f.t_load_start or ws, f.t_load_end or f.t_end, ctx)
+            sources["attribution"] = attribution.PROMETHEUS_SOURCE
             b = pq.bindings(ws, f.t_end)
             watch_bound = 0
             if f.collector is not None:

@@ -173,3 +173,22 @@ def test_volcano_scenario_renders_volcano_jobs_and_queues() -> None:
     local["cluster"]["volcano"] = True
     with pytest.raises(ScenarioError, match="Volcano is not started by hollowscale"):
         parse_scenario(local, "s.yaml")
+
+
+def test_comparison_names_each_variants_binding_limit(tmp_path: Path) -> None:
+    runs = []
+    for name, binding in (("default", None), ("queues", "loop:kueue")):
+        d = tmp_path / name
+        d.mkdir()
+        s = _summary(name, 0.0, 0.0, 30)
+        s["measurements"]["attribution"] = {"binding": binding, "words": f"words of {name}", "limits": []}
+        (d / "summary.json").write_text(json.dumps(s))
+        (d / "series.json").write_text("{}")
+        runs.append((name, d))
+    paths = write_comparison(tmp_path, "fair-share", runs)
+    doc = json.loads(paths["json"].read_text())
+    assert [v["binding_limit"] for v in doc["variants"]] == [{"key": None, "words": "words of default"},
+                                                             {"key": "loop:kueue", "words": "words of queues"}]
+    md = paths["md"].read_text()
+    assert "| binding limit | none reached its threshold | loop:kueue |" in md and "- queues: words of queues" in md
+    assert "<td title='words of queues'>loop:kueue</td>" in paths["html"].read_text()
