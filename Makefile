@@ -11,7 +11,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -79,18 +79,21 @@ bench-distill: setup-distill ## pure / same-net / service distillation, 3 seeds 
 	cp reports/distill-bench/summary.json reports/bench/distill.json
 	cp reports/distill-bench/summary.md reports/bench/distill.md
 
-bench-batch: setup-test ## highest sustainable job rate per scheduling variant (default, gang, queues) -> reports/bench/batch.json
+bench-batch: setup-test ## Kueue's highest sustainable job rate with 1, 4 and 16 ClusterQueues and what binds, beside Kueue's own perf test (~30 min) -> reports/bench/batch.json
 	$(PY) tests/bench/bench_batch.py
 
-bench-plan: setup ## the small capacity plan measured twice (wall time, knees, reproducibility) -> reports/bench/plan-small.json
-	$(PY) tests/bench/bench_plan.py run reports/plan/bench-run1
-	$(PY) tests/bench/bench_plan.py run reports/plan/bench-run2
-	$(PY) tests/bench/bench_plan.py write reports/plan/bench-run1 reports/plan/bench-run2
+bench-plan: setup ## the small plan over both profiles and with the controller-manager's client limit moved, what binds at each knee (~40 min) -> reports/bench/plan-small.json
+	$(PY) tests/bench/bench_plan.py run profiles reports/plan/bench-profiles
+	$(PY) tests/bench/bench_plan.py run limits reports/plan/bench-limits
+	$(PY) tests/bench/bench_plan.py write reports/plan/bench-profiles reports/plan/bench-limits
+
+bench-dra: setup ## scheduler pods/s for counted GPUs vs DRA claims vs a CEL selector vs memory shares at 500 and 5,000 nodes (scheduler_perf's 5000pods shape, upstream beside it), registration of 10,000 nodes with and without slices; 3 repeats per control plane (hours) -> reports/bench/dra.json
+	$(PY) tests/bench/bench_dra.py
 
 bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, one agent's saturation under a CPU limit, control-plane cost per node, agent pods for 5,000/15,000 nodes (~20 min, root) -> reports/bench/scaling.json
 	$(PY) tests/bench/bench_scaling.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml
