@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from hollow.dra import GPU_MODELS
 from hollowscale.backends.base import BackendSettings, ClusterAccess, ClusterFacts
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.cluster.realnode import RealNodeSettings
@@ -45,7 +46,7 @@ def real_node_settings(c: ClusterSpec) -> RealNodeSettings:
     if g is None:
         return RealNodeSettings(count=c.real_nodes)
     if g.expose == "counted":
-        return RealNodeSettings(count=c.real_nodes, fake_gpus=g.count, gpu_model=g.gpu_model().product)
+        return RealNodeSettings(count=c.real_nodes, fake_gpus=g.count, gpu_model=GPU_MODELS[g.model].product)
     return RealNodeSettings(count=c.real_nodes, dra_gpus=g.count, dra=g.gpu_spec())
 
 

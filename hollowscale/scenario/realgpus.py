@@ -2,9 +2,9 @@
 GPUs fit them.
 
 The same words as a hollow pool's ``gpus:`` (:class:`hollow.dra.GpuSpec`: ``expose``, ``model``,
-``sharing``, ``partitions``), plus how many each real node has.  ``expose: counted`` runs the fake device
-plugin (``nvidia.com/gpu``), ``expose: dra`` the DRA kubelet plugin (ResourceSlice devices, pods ask by
-claim); ``both`` is refused on a real node (one set of fake GPUs, offered one way).  Without this section the
+``sharing``, ``partitions``, checked by it), plus how many each real node has.  ``expose: counted`` runs the
+fake device plugin (``nvidia.com/gpu``), ``expose: dra`` the DRA kubelet plugin (ResourceSlice devices, pods
+ask by claim); not ``both``: a real node's one set of fake GPUs is offered one way.  Without this section the
 real nodes have no GPUs, as before.
 """
 
@@ -13,38 +13,44 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import StrictStr, ValidationError, model_validator
 
-from hollow.dra import GPU_MODELS, GpuSpec, memory_bytes
+from hollow.dra import GPU_MODELS, SHARING, GpuSpec, memory_bytes
 from hollowscale.scenario.distill import DistillJobSpec
-from kubecore.schema import number, raise_problems
+from kubecore.schema import Spec, field_errors, number, one_of, raise_problems
 
 Problems = list[tuple[tuple[str | int, ...], str]]
 
 
-class RealNodeGpus(GpuSpec):
+class RealNodeGpus(Spec):
     """Each real node's fake GPUs.
 
     Attributes:
         count: GPUs per real node.
         expose: ``counted`` (the device plugin: ``nvidia.com/gpu``) or ``dra`` (the DRA plugin: devices of
             driver ``gpu.nvidia.com``, DeviceClass ``gpu.nvidia.com``).
-        model, sharing, partitions, driver_version: as a hollow pool's ``gpus:`` (sharing and partitions
-            with ``expose: dra`` only).
+        model, sharing, partitions: as a hollow pool's ``gpus:`` (:class:`hollow.dra.GpuSpec` checks them;
+            sharing and partitions with ``expose: dra`` only).
     """
 
     count: number(1, 64, integer=True) = 1  # type: ignore[valid-type]
+    expose: one_of("counted", "dra") = "counted"  # type: ignore[valid-type]
+    model: one_of(*GPU_MODELS) = "h100-80gb"  # type: ignore[valid-type]
+    sharing: one_of(*SHARING) = "none"  # type: ignore[valid-type]
+    partitions: tuple[StrictStr, ...] = ()
 
     @model_validator(mode="after")
-    def _one_way(self) -> RealNodeGpus:
-        if self.expose == "both":
-            raise_problems("RealNodeGpus", [(("expose",), "expected counted or dra: a real node offers its fake "
-                                                          "GPUs one way")])
+    def _as_a_pool_would(self) -> RealNodeGpus:
+        try:
+            self.gpu_spec()
+        except ValidationError as exc:
+            raise_problems("RealNodeGpus", [((e.path,), e.message) for e in field_errors(exc, GpuSpec)])
         return self
 
     def gpu_spec(self) -> GpuSpec:
-        """The pool-style spec the DRA plugin takes (without the count)."""
-        return GpuSpec(**{k: v for k, v in self.model_dump().items() if k != "count"})
+        """The pool-style spec of these GPUs (what the DRA plugin and the device classes take)."""
+        return GpuSpec.model_validate({"expose": self.expose, "model": self.model, "sharing": self.sharing,
+                                       "partitions": list(self.partitions)})
 
 
 def _gpus_needed(job: DistillJobSpec, gpu_memory: int) -> int:

@@ -52,7 +52,7 @@ def test_a_jobs_gpus_are_checked_against_the_real_nodes() -> None:
 
 @pytest.mark.parametrize("cluster_doc, jobs, where, what", [
     ("{real_nodes: 0, real_node_gpus: {count: 1}}", "[]", "cluster.real_node_gpus", "cluster.real_nodes >= 1"),
-    ("{real_nodes: 1, real_node_gpus: {count: 1, expose: both}}", "[]", "expose", "one way"),
+    ("{real_nodes: 1, real_node_gpus: {count: 1, expose: both}}", "[]", "expose", "expected one of"),
     ("{real_nodes: 1, real_node_gpus: {count: 1, expose: counted, sharing: memory}}", "[]", "sharing",
      "expected expose dra or both"),
     ("{real_nodes: 1}", "[{name: a, gpus: {}}]", "distill_jobs[0].gpus", "no GPUs: set cluster.real_node_gpus"),
