@@ -23,6 +23,11 @@ chart's DeviceClasses), so that claims written for a real cluster select hollow 
   ``ConsumableShares``; off by default there): ``allowMultipleAllocations: true`` and
   ``memory.requestPolicy {default: <all of it>, validRange {min: 1Mi, max: <all>, step: 1Mi}}``, so a
   claim without a capacity request still gets the whole GPU;
+* milli-GPU shares (the driver's ``--consumable-shares=1000``, same gate): ``allowMultipleAllocations:
+  true``, capacity ``shares {value: 1000, requestPolicy {default: 1, validRange {min: 1, max: 1000, step:
+  1}}}`` and ``memory`` with ``requestPolicy {default: 0, validRange {min: 0, max: <all>, step: 1Mi}}``,
+  so a claim takes what its ``capacity.requests.shares`` says (a whole GPU asks all 1000); the trace
+  replay's GPU shares (:mod:`hollowscale.replay`);
 * partitionable MIG devices (the driver's ``DynamicMIG``, KEP 4815, split slices): per GPU a counter set
   ``gpu-<i>-counter-set`` (``multiprocessors``, ``memory``, ``memory-slice-<k>``) in a slice of its own,
   the full GPU consuming all of it and each MIG placement ``gpu-<i>-mig-<profile>-<id>-<start>`` (type
@@ -80,6 +85,9 @@ ATTR_PROFILE = "profile"
 # capacity names
 CAP_MEMORY = "memory"
 CAP_MULTIPROCESSORS = "multiprocessors"
+CAP_SHARES = "shares"
+#: the shares of one GPU in the ``shares`` sharing mode (NVIDIA's ``--consumable-shares=1000``)
+SHARES_PER_GPU = 1000
 
 #: attributes (name -> CEL type: string | version | int | bool) of each device type
 ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -92,7 +100,8 @@ ATTRIBUTES: dict[str, dict[str, str]] = {
                ATTR_CUDA_DRIVER_VERSION: "version"},
 }
 #: capacities of each device type
-CAPACITIES: dict[str, tuple[str, ...]] = {GPU_TYPE: (CAP_MEMORY,), MIG_TYPE: (CAP_MULTIPROCESSORS, CAP_MEMORY)}
+CAPACITIES: dict[str, tuple[str, ...]] = {GPU_TYPE: (CAP_MEMORY, CAP_SHARES),
+                                          MIG_TYPE: (CAP_MULTIPROCESSORS, CAP_MEMORY)}
 
 #: resource.k8s.io/v1 limits (k8s pkg/apis/resource/validation)
 MAX_DEVICES_PER_SLICE = 128
@@ -103,7 +112,7 @@ MEMORY_SLICES = 8
 DEFAULT_DRIVER_VERSION = "575.57.8"
 DEFAULT_CUDA_DRIVER_VERSION = "12.9.0"
 EXPOSE = ("counted", "dra", "both")
-SHARING = ("none", "memory")
+SHARING = ("none", "memory", "shares")
 
 
 @dataclass(frozen=True)
@@ -193,8 +202,11 @@ class GpuSpec(Spec):
             these nodes and claims from the slices, and nothing stops both from handing out the same
             GPU: double booking; for migration tests only).
         model: the GPU (a key of :data:`GPU_MODELS`).
-        sharing: ``none`` (a device is allocated whole) or ``memory`` (consumable capacity: claims take
-            a share of a GPU's memory; several claims on one GPU).
+        sharing: ``none`` (a device is allocated whole), ``memory`` (consumable capacity: claims take
+            a share of a GPU's memory; several claims on one GPU) or ``shares`` (claims take milli-GPU
+            shares, 1000 per GPU).
+        product: the ``productName`` attribute instead of the model's (a trace's own model names, such
+            as Alibaba's ``G2``); the other attributes and the memory stay the model's.
         partitions: MIG profiles published as partitionable devices (every placement of each, beside
             the full GPU, all consuming one counter set per GPU); empty: full GPUs only.
         driver_version: the driver version attribute (``cudaDriverVersion`` stays 12.9.0).
@@ -206,6 +218,7 @@ class GpuSpec(Spec):
     partitions: Annotated[tuple[str, ...], leaf(lambda v: _partitions(tuple(v)) if isinstance(v, list | tuple)
                                                 else _bad_list(v))] = ()
     driver_version: Annotated[str, leaf(_semver)] = DEFAULT_DRIVER_VERSION
+    product: Annotated[str, leaf(_product)] | None = None
 
     @model_validator(mode="after")
     def _profiles(self) -> GpuSpec:
@@ -220,7 +233,7 @@ class GpuSpec(Spec):
         if self.partitions and self.expose == "counted":
             problems.append((("partitions",), "partitions are DRA devices: expected expose dra or both"))
         if self.sharing != "none" and self.expose == "counted":
-            problems.append((("sharing",), "memory sharing is a DRA feature: expected expose dra or both"))
+            problems.append((("sharing",), f"{self.sharing} sharing is a DRA feature: expected expose dra or both"))
         raise_problems("GpuSpec", problems)
         return self
 
@@ -243,7 +256,15 @@ class GpuSpec(Spec):
             doc["partitions"] = list(self.partitions)
         if self.driver_version != DEFAULT_DRIVER_VERSION:
             doc["driver_version"] = self.driver_version
+        if self.product is not None:
+            doc["product"] = self.product
         return doc
+
+
+def _product(value: Any) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 64:
+        raise ValueError(f"expected a product name (a string attribute, at most 64 characters), got {show(value)}")
+    return value
 
 
 def _bad_list(value: Any) -> tuple[str, ...]:
@@ -264,6 +285,7 @@ class Device:
         attributes: unqualified name (or ``resource.kubernetes.io/...``) -> value (types: :data:`ATTRIBUTES`).
         memory_bytes: its memory capacity.
         shareable: ``allowMultipleAllocations`` with a memory request policy (memory sharing).
+        shares: the milli-GPU shares it offers (``allowMultipleAllocations``; 0: not shared by shares).
         parent: the full GPU a MIG device belongs to ('' for a full GPU).
         multiprocessors: the multiprocessors capacity of a MIG device (0: not published).
         counter_set: the counter set it consumes from ('' for none).
@@ -275,6 +297,7 @@ class Device:
     attributes: dict[str, str]
     memory_bytes: int
     shareable: bool = False
+    shares: int = 0
     parent: str = ""
     multiprocessors: int = 0
     counter_set: str = ""
@@ -321,11 +344,12 @@ def pool_devices(gpus: GpuSpec, count: int, node_ordinal: int = 0) -> list[Devic
     slice_bytes = _memory_slice_bytes(model)
     for i in range(count):
         uuid = gpu_uuid(node_ordinal, i)
-        attrs = gpu_attributes(uuid, model.product, model.brand, model.architecture, model.compute_capability,
-                               gpus.driver_version, DEFAULT_CUDA_DRIVER_VERSION, _pci_bus_id(i))
+        attrs = gpu_attributes(uuid, gpus.product or model.product, model.brand, model.architecture,
+                               model.compute_capability, gpus.driver_version, DEFAULT_CUDA_DRIVER_VERSION, _pci_bus_id(i))
         counter_set = f"gpu-{i}-counter-set" if gpus.partitions else ""
         consumes = tuple((k, v["value"]) for k, v in _counters(model).items()) if gpus.partitions else ()
         out.append(Device(f"gpu-{i}", GPU_TYPE, attrs, memory, shareable=gpus.sharing == "memory",
+                          shares=SHARES_PER_GPU if gpus.sharing == "shares" else 0,
                           counter_set=counter_set, consumes=consumes))
         common = {k: v for k, v in attrs.items() if k not in (ATTR_TYPE, ATTR_UUID, ATTR_PCI_BUS_ID)}
         for profile in (p for p in model.mig if p.name in gpus.partitions):
@@ -351,8 +375,14 @@ def device_body(d: Device) -> dict[str, Any]:
     if d.shareable:
         body["allowMultipleAllocations"] = True
         cap["requestPolicy"] = {"default": mem, "validRange": {"min": "1Mi", "max": mem, "step": "1Mi"}}
+    elif d.shares:
+        body["allowMultipleAllocations"] = True
+        cap["requestPolicy"] = {"default": "0", "validRange": {"min": "0", "max": mem, "step": "1Mi"}}
     body["capacity"] = {CAP_MULTIPROCESSORS: {"value": str(d.multiprocessors)}, CAP_MEMORY: cap} \
         if d.multiprocessors else {CAP_MEMORY: cap}
+    if d.shares:
+        body["capacity"][CAP_SHARES] = {"value": str(d.shares), "requestPolicy": {
+            "default": "1", "validRange": {"min": "1", "max": str(d.shares), "step": "1"}}}
     if d.counter_set:
         body["consumesCounters"] = [{"counterSet": d.counter_set,
                                      "counters": {k: {"value": v} for k, v in d.consumes}}]
@@ -457,9 +487,9 @@ def memory_bytes(quantity: str) -> int:
 __all__ = [
     "API_VERSION", "ATTRIBUTES", "ATTR_ARCHITECTURE", "ATTR_BRAND", "ATTR_COMPUTE_CAPABILITY",
     "ATTR_CUDA_DRIVER_VERSION", "ATTR_DRIVER_VERSION", "ATTR_PARENT_UUID", "ATTR_PCI_BUS_ID", "ATTR_PRODUCT",
-    "ATTR_PROFILE", "ATTR_TYPE", "ATTR_UUID", "CAPACITIES", "CAP_MEMORY", "CAP_MULTIPROCESSORS", "CLASS_TYPES",
-    "DRIVER", "EXPOSE", "EXTENDED_RESOURCE", "GPU_CLASS", "GPU_MODELS", "GPU_TYPE", "IMPLICIT_EXTENDED_PREFIX",
-    "MIG_CLASS", "MIG_TYPE", "SHARING", "Device", "GpuModel", "GpuSpec", "MigProfile", "classes_for",
+    "ATTR_PROFILE", "ATTR_TYPE", "ATTR_UUID", "CAPACITIES", "CAP_MEMORY", "CAP_MULTIPROCESSORS", "CAP_SHARES",
+    "CLASS_TYPES", "DRIVER", "EXPOSE", "EXTENDED_RESOURCE", "GPU_CLASS", "GPU_MODELS", "GPU_TYPE",
+    "IMPLICIT_EXTENDED_PREFIX", "MIG_CLASS", "MIG_TYPE", "SHARES_PER_GPU", "SHARING", "Device", "GpuModel", "GpuSpec", "MigProfile", "classes_for",
     "device_body", "device_class", "device_classes", "gpu_attributes", "gpu_uuid", "memory_bytes", "node_slices",
     "pool_devices", "pool_slices", "slice_name",
 ]

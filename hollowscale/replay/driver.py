@@ -146,7 +146,7 @@ def claim_devices(claim: dict[str, Any]) -> list[tuple[int, int]]:
         device = str(r.get("device") or "")
         index = int(device.rsplit("-", 1)[1]) if device.startswith("gpu-") and device[4:].isdigit() else -1
         consumed = (r.get("consumedCapacity") or {}).get(SHARES)
-        out.append((index, int(consumed) if consumed is not None else GPU_MILLI))
+        out.append((index, int(parse_quantity(consumed)) if consumed is not None else GPU_MILLI))  # "1k" is 1000
     return out
 
 

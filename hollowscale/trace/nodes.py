@@ -7,7 +7,9 @@ its GPU model as the label :data:`MODEL_LABEL` (also one of the labels a cluster
 from, so a dump of a replayed cluster reads back the same models).
 
 GPUs are counted (``nvidia.com/gpu`` in the node's allocatable, a share rounded up to a whole GPU by
-the pods that ask) or DRA devices; the trace has no pod limit per node, so nodes allow
+the pods that ask) or DRA devices published by the hollow agent, each offering 1,000 milli-GPU
+``shares`` as consumable capacity with the trace's model as its ``productName`` (:mod:`hollow.dra`,
+``sharing: shares``); the trace has no pod limit per node, so nodes allow
 :data:`PODS_PER_NODE` pods and only CPU, memory and GPUs bind, as in the paper's simulator.
 """
 
@@ -29,6 +31,10 @@ REPLAY_NODE_KEY = "hollowscale.io/replay-run"
 #: the counted GPU resource
 GPU_RESOURCE = "nvidia.com/gpu"
 _MILLI = Fraction(1, 1000)
+#: the catalogue entry (``hollow.dra.GPU_MODELS``) whose attributes and memory a trace model's DRA devices
+#: carry beside its own ``productName``: the trace names models only; no claim of the replay reads more
+STAND_IN = {"T4": "t4", "V100M16": "v100-32gb", "V100M32": "v100-32gb", "P100": "p4", "A10": "l4"}
+DEFAULT_STAND_IN = "h100-80gb"
 #: pods a replayed node allows (the trace sets no limit; CPU, memory and GPUs bind first)
 PODS_PER_NODE = 1000
 
@@ -47,23 +53,32 @@ class TracePool:
     shape: TraceNode
     members: tuple[TraceNode, ...]
 
-    def doc(self, gpu_resources: bool = True, extra: dict[str, Any] | None = None,
-            isolate: str | None = None) -> dict[str, Any]:
-        """The pool as a pools-file entry (``hollow.pools``); ``gpu_resources``: count GPUs as
-        ``nvidia.com/gpu``; ``extra``: more keys (a DRA ``gpus:`` section); ``isolate``: a run id the
-        nodes are labelled and tainted with (:data:`REPLAY_NODE_KEY`)."""
+    def doc(self, gpu_mode: str = "counted", isolate: str | None = None) -> dict[str, Any]:
+        """The pool as a pools-file entry (``hollow.pools``).
+
+        Args:
+            gpu_mode: ``counted`` (``nvidia.com/gpu`` in the nodes' allocatable) or ``dra-shared`` (each
+                GPU a DRA device offering 1,000 milli-GPU ``shares``, its ``productName`` the trace's
+                model; :data:`STAND_IN` names the catalogue entry lending the other attributes).
+            isolate: a run id the nodes are labelled and tainted with (:data:`REPLAY_NODE_KEY`).
+        """
         n = self.shape
         resources = {"cpu": format_quantity(n.cpu_milli * _MILLI), "memory": f"{n.memory_mib}Mi",
                      "pods": str(PODS_PER_NODE)}
-        if n.gpus and gpu_resources:
+        if n.gpus:
             resources[GPU_RESOURCE] = str(n.gpus)
         labels = {MODEL_LABEL: n.model} if n.model else {}
         doc: dict[str, Any] = {"name": self.name, "count": len(self.members), "resources": resources,
                                "labels": labels}
+        if gpu_mode == "dra-shared" and n.gpus:
+            doc["gpus"] = {"expose": "dra", "model": STAND_IN.get(n.model, DEFAULT_STAND_IN), "sharing": "shares",
+                           "product": n.model}
+        elif gpu_mode not in ("counted", "dra-shared"):
+            raise ValueError(f"gpu_mode {gpu_mode!r}: expected counted or dra-shared")
         if isolate:
             labels[REPLAY_NODE_KEY] = isolate
             doc["taints"] = [{"key": REPLAY_NODE_KEY, "value": isolate, "effect": "NoSchedule"}]
-        return {**doc, **(extra or {})}
+        return doc
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(len(self.members))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hollow.dra import ATTR_PRODUCT, device_body, pool_devices
 from hollow.pools import PoolsFile
 from hollowscale.replay.driver import BOUND, UNSCHEDULABLE, Checkpoint, PodRecord, claim_devices, verdict_of
 from hollowscale.replay.figures import reason_class, replay_figures
@@ -27,10 +28,22 @@ def test_every_trace_node_is_a_hollow_node_of_its_shape() -> None:
     assert g2["resources"] == {"cpu": "96", "memory": "393216Mi", "pods": "1000", "nvidia.com/gpu": "8"}
     assert g2["labels"] == {MODEL_LABEL: "G2", REPLAY_NODE_KEY: "run-1"}
     assert g2["taints"] == [{"key": REPLAY_NODE_KEY, "value": "run-1", "effect": "NoSchedule"}]
-    assert "nvidia.com/gpu" not in pools[1].doc(gpu_resources=False)["resources"]
+    dra = pools[1].doc(gpu_mode="dra-shared")
+    assert dra["gpus"] == {"expose": "dra", "model": "h100-80gb", "sharing": "shares", "product": "G2"}
+    assert pools[2].doc(gpu_mode="dra-shared")["gpus"]["model"] == "t4"
+    assert "gpus" not in pools[0].doc(gpu_mode="dra-shared")
     assert "nvidia.com/gpu" not in pools[0].doc()["resources"] and pools[0].doc()["labels"] == {}
     parsed = PoolsFile.model_validate({"pools": [p.doc() for p in pools]})  # the hollow agent takes them
     assert sum(p.count for p in parsed.pools) == 12
+    shared = PoolsFile.model_validate({"pools": [p.doc(gpu_mode="dra-shared") for p in pools]}).pools[1]
+    assert shared.dra is not None and "nvidia.com/gpu" not in shared.node_allocatable
+    devices = pool_devices(shared.dra, shared.gpu_count)
+    assert len(devices) == 8 and devices[0].attributes[ATTR_PRODUCT] == "G2"
+    body = device_body(devices[0])  # NVIDIA's --consumable-shares=1000, exactly
+    assert body["allowMultipleAllocations"] is True
+    assert body["capacity"]["shares"] == {"value": "1000", "requestPolicy": {
+        "default": "1", "validRange": {"min": "1", "max": "1000", "step": "1"}}}
+    assert body["capacity"]["memory"]["requestPolicy"]["default"] == "0"
     names = node_map(pools)
     assert names["t-g2-0-4"].name == "openb-node-1367" and len(names) == 12
 
@@ -92,8 +105,10 @@ def test_verdicts_and_claims_are_read_as_the_scheduler_wrote_them() -> None:
     claim = {"status": {"allocation": {"devices": {"results": [
         {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n-1", "device": "gpu-3",
          "consumedCapacity": {"shares": "230"}},
-        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n-1", "device": "gpu-5"}]}}}}
-    assert claim_devices(claim) == [(3, 230), (5, 1000)]
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n-1", "device": "gpu-5"},
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n-1", "device": "gpu-6",
+         "consumedCapacity": {"shares": "1k"}}]}}}}
+    assert claim_devices(claim) == [(3, 230), (5, 1000), (6, 1000)]
     assert claim_devices({"status": {}}) == []
     assert reason_class(msg) == "Insufficient nvidia.com/gpu"
 
