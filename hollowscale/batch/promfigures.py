@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hollowscale.measure.prom import PromQueries, as_number, counter_increase
+from hollowscale.measure.prom import PromQueries, as_number, counter_increase, mark_bucketed
 
 #: metric names (checked against the sources named in the module docstring)
 SCHED_PODGROUP_ATTEMPTS = "scheduler_podgroup_schedule_attempts_total"
@@ -91,7 +91,8 @@ def _present(pq: PromQueries, metric: str, end: float, start: float, purpose: st
 
 def _quantiles(pq: PromQueries, metric: str, start: float, end: float, purpose: str, by: str = "",
                selector: str = "", scale: float = 1.0) -> dict[str, Any]:
-    """p50/p99 of a histogram over the window (``scale`` 1000 for ms), overall and per ``by`` label."""
+    """p50/p99 of a histogram over the window (``scale`` 1000 for ms), overall and per ``by`` label, each
+    with the bucket it was interpolated in (:func:`hollowscale.measure.prom.mark_bucketed`)."""
     w = _w(start, end)
     out: dict[str, Any] = {"queries": {}}
     for q in (50, 99):
@@ -106,6 +107,13 @@ def _quantiles(pq: PromQueries, metric: str, start: float, end: float, purpose: 
                 v = as_number(s["value"][1])
                 out.setdefault(f"by_{by}", {}).setdefault(s["metric"].get(by, ""), {})[f"p{q}"] = (
                     None if v is None else round(v * scale, 3))
+    out["queries"]["buckets"], counts = pq.buckets(metric, selector, w, (), end, f"{purpose} buckets")
+    mark_bucketed(out, counts.get(()), scale=scale)
+    if by and out.get(f"by_{by}"):
+        out["queries"][f"by_{by}.buckets"], counts = pq.buckets(metric, selector, w, (by,), end,
+                                                              f"{purpose} buckets by {by}")
+        for value, fig in out[f"by_{by}"].items():
+            mark_bucketed(fig, counts.get((value,)), scale=scale)
     return out
 
 

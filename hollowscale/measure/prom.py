@@ -195,6 +195,59 @@ class PrometheusServer:
             stop_group(self.proc, grace_s)
 
 
+#: how a quantile is marked in ``summary.json`` (``"source"`` beside its ``p50``/``p99``): ``exact``, the
+#: nearest rank over every sample (the watch timeline), or ``bucketed``, read from a Prometheus histogram
+#: and interpolated by ``histogram_quantile`` inside the bucket it falls in (``p99_bucket``: [lower, upper])
+EXACT, BUCKETED = "exact", "bucketed"
+
+
+def quantile_bucket(q: float, cumulative: Mapping[float, float]) -> tuple[float, float | None] | None:
+    """The bucket ``histogram_quantile(q, ...)`` interpolates in, from the cumulative counts by ``le``.
+
+    As Prometheus does for a classic histogram: counts made monotonic, rank = q x all observations, the
+    first bucket whose cumulative count reaches the rank; the lowest bucket starts at 0.  Returns (lower,
+    upper) in the histogram's unit, upper None for the ``+Inf`` bucket (where ``histogram_quantile``
+    answers the highest finite edge); None without observations or without a ``+Inf`` bucket.
+    """
+    les = sorted(cumulative)
+    if len(les) < 2 or not math.isinf(les[-1]):
+        return None
+    counts, top = [], 0.0
+    for le in les:
+        top = max(top, cumulative[le])
+        counts.append(top)
+    if counts[-1] <= 0:
+        return None
+    rank = q * counts[-1]
+    b = next(i for i, c in enumerate(counts) if c >= rank)
+    lower = les[b - 1] if b > 0 else min(0.0, les[0])
+    return lower, None if math.isinf(les[b]) else les[b]
+
+
+def bucket_counts(series: list[dict[str, Any]], by: tuple[str, ...]) -> dict[tuple[str, ...], dict[float, float]]:
+    """Instant-query results of ``sum by (<by>, le) (...)`` as ``{label values: {le: cumulative count}}``."""
+    out: dict[tuple[str, ...], dict[float, float]] = {}
+    for s in series:
+        raw = s["metric"].get("le")
+        le = math.inf if raw == "+Inf" else as_number(raw)
+        v = as_number(s["value"][1])
+        if le is None or v is None:
+            continue
+        out.setdefault(tuple(s["metric"].get(k, "") for k in by), {})[le] = v
+    return out
+
+
+def mark_bucketed(fig: dict[str, Any], cumulative: Mapping[float, float] | None, qs: tuple[int, ...] = (50, 99),
+                  scale: float = 1.0) -> dict[str, Any]:
+    """``fig`` with ``p<q>_bucket`` [lower, upper] (scaled as its values; upper None = +Inf) beside each
+    ``p<q>`` and ``source: bucketed``: the quantiles are interpolated inside these buckets."""
+    for q in qs:
+        b = quantile_bucket(q / 100, cumulative) if cumulative else None
+        fig[f"p{q}_bucket"] = None if b is None else [round(b[0] * scale, 6), None if b[1] is None else round(b[1] * scale, 6)]
+    fig["source"] = BUCKETED
+    return fig
+
+
 def as_number(v: Any) -> float | None:
     """A sample value as a float (None for text, NaN or infinity)."""
     try:
@@ -232,11 +285,20 @@ class PromQueries:
                          "result_series": len(res)})
         return res
 
+    def buckets(self, metric: str, selector: str, window: str, by: tuple[str, ...], at: float,
+                purpose: str) -> tuple[str, dict[tuple[str, ...], dict[float, float]]]:
+        """The query and the cumulative counts by ``le`` of histogram ``metric`` (its ``_bucket`` series)
+        over ``window`` before ``at``, per value of the ``by`` labels (:func:`bucket_counts`)."""
+        q = f"sum by ({', '.join((*by, 'le'))}) (increase({metric}_bucket{selector}[{window}]))"
+        return q, bucket_counts(self.instant(q, at, purpose), by)
+
     # ------------------------------------------------------------------------------------- figures
     def api_latency(self, start: float, end: float) -> dict[str, Any]:
-        """apiserver SLI latency p50/p99 (ms) by verb, by (verb, resource) and by SLO group."""
+        """apiserver SLI latency p50/p99 (ms) by verb, by (verb, resource) and by SLO group, each with the
+        bucket it was interpolated in (:func:`mark_bucketed`)."""
         w = f"{max(1, math.ceil(end - start))}s"
         out: dict[str, Any] = {"by_verb": {}, "by_verb_resource": [], "slo_groups": {}, "queries": {}}
+        sli, not_watch = API_SLI.removesuffix("_bucket"), '{verb!~"WATCH|CONNECT"}'
         for q in (50, 99):
             query = (f"histogram_quantile({q / 100}, sum by (verb, le) "
                      f"(increase({API_SLI}{{verb!~\"WATCH|CONNECT\"}}[{w}])))")
@@ -249,6 +311,10 @@ class PromQueries:
         out["queries"]["by_verb.count"] = cnt_q
         for s in self.instant(cnt_q, end, "API requests by verb"):
             out["by_verb"].setdefault(s["metric"].get("verb", "?"), {})["count"] = round(as_number(s["value"][1]) or 0.0, 1)
+        out["queries"]["by_verb.buckets"], counts = self.buckets(sli, not_watch, w, ("verb",), end,
+                                                                "API latency buckets by verb")
+        for verb, fig in out["by_verb"].items():
+            mark_bucketed(fig, counts.get((verb,)), scale=1000.0)
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for q in (50, 99):
             query = (f"histogram_quantile({q / 100}, sum by (verb, resource, le) "
@@ -258,6 +324,10 @@ class PromQueries:
                 v = as_number(s["value"][1])
                 key = (s["metric"].get("verb", "?"), s["metric"].get("resource", "?"))
                 rows.setdefault(key, {"verb": key[0], "resource": key[1]})[f"p{q}"] = None if v is None else round(v * 1000, 3)
+        out["queries"]["by_verb_resource.buckets"], counts = self.buckets(
+            sli, not_watch, w, ("verb", "resource"), end, "API latency buckets by verb and resource")
+        for key, row in rows.items():
+            mark_bucketed(row, counts.get(key), scale=1000.0)
         out["by_verb_resource"] = sorted(rows.values(), key=lambda r: (r["verb"], r["resource"]))
         groups = {"mutating": f'verb=~"{MUTATING}"', "read_object": 'verb="GET"', "read_list": 'verb="LIST"'}
         for name, sel in groups.items():
@@ -271,6 +341,9 @@ class PromQueries:
             out["queries"][f"slo.{name}.count"] = cq
             c = self.scalar(cq, end, f"API requests, SLO group {name}")
             out["slo_groups"][name]["count"] = None if c is None else round(c, 1)
+            out["queries"][f"slo.{name}.buckets"], counts = self.buckets(sli, f"{{{sel}}}", w, (), end,
+                                                                        f"API latency buckets, SLO group {name}")
+            mark_bucketed(out["slo_groups"][name], counts.get(()), scale=1000.0)
         return out
 
     def scheduler(self, start: float, end: float) -> dict[str, Any]:
@@ -286,6 +359,9 @@ class PromQueries:
             q_lat[f"p{q}"] = query
             v = self.scalar(query, end, f"scheduler attempt duration p{q}")
             lat[f"p{q}"] = None if v is None else round(v * 1000, 3)
+        q_lat["buckets"], counts = self.buckets("scheduler_scheduling_attempt_duration_seconds", "", w, (), end,
+                                                "scheduler attempt duration buckets")
+        mark_bucketed(lat, counts.get(()), scale=1000.0)
         return {"attempts_by_result": results, "attempt_duration_ms": lat,
                 "queries": {"attempts_by_result": q_att, **{f"attempt_duration_ms.{k}": v for k, v in q_lat.items()}}}
 
@@ -327,6 +403,11 @@ class PromQueries:
         for s in self.range(q, start, end, step_s, "API latency p99 over time by verb"):
             pts = [(float(t) - start, as_number(v)) for t, v in s["values"]]
             out["api_p99_ms"][s["metric"].get("verb", "?")] = [[round(t, 3), None if v is None else round(v * 1000, 3)] for t, v in pts]
+        # the bucket edges the p99 is interpolated between, from the histogram's own ``le`` labels
+        qe = f"group by (le) ({API_SLI}{{verb!~\"WATCH|CONNECT\"}})"
+        out["query_bucket_edges"] = qe
+        out["api_bucket_edges_ms"] = sorted(round(le * 1000, 6) for le in (
+            as_number(s["metric"].get("le")) for s in self.instant(qe, end, "API latency bucket edges")) if le is not None)
         qb = 'sum(rate(scheduler_schedule_attempts_total{result="scheduled"}[10s]))'
         out["query_binding_rate"] = qb
         res = self.range(qb, start, end, step_s, "binding rate over time")

@@ -23,12 +23,23 @@ from hollowscale.batch import summary as batch
 from hollowscale.measure import attribution
 from hollowscale.measure.derive import TIMELINE_SOURCES, timeline_measurements
 from hollowscale.measure.integrity import integrity, read_audit
-from hollowscale.measure.prom import PromQueries
+from hollowscale.measure.prom import EXACT, PromQueries
 from hollowscale.measure.recovery import RecoverySettings, fault_recovery, recovery_figures
 from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.run.resources import SOURCE as HARNESS_SOURCE
 from hollowscale.scenario import Scenario
 from hollowscale.timestamps import iso
+
+
+def mark_exact(node: Any) -> Any:
+    """Mark every percentile figure under ``node`` (a dict with ``p50``/``p90``/``p99``) ``source: exact``:
+    the timeline's figures are nearest-rank percentiles over every sample, not interpolated."""
+    if isinstance(node, dict):
+        if any(k in node for k in ("p50", "p90", "p99")) and "source" not in node:
+            node["source"] = EXACT
+        for v in node.values():
+            mark_exact(v)
+    return node
 
 
 def _num(v: Any) -> float | None:
@@ -219,7 +230,7 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         f.collector.timeline.write_csv(f.run_dir)
         tm = timeline_measurements(pods, jobs, sc.gpus_total, t0 * 1000, f.t_end * 1000,
                                    sc.measurements.sample_interval_s)
-        measurements.update(tm["measurements"])
+        measurements.update(mark_exact(tm["measurements"]))
         series = tm["series"]
         bound_ms = [p.scheduled_ms for p in pods if p.scheduled_ms is not None]
         if f.faults:
@@ -237,7 +248,7 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
                                     "timeline's records")
         if batch.applies(sc):
             bm = batch.timeline_figures(sc, pods, jobs, t0 * 1000.0, f.t_end * 1000.0)
-            measurements["batch"] = bm["measurements"]
+            measurements["batch"] = mark_exact(bm["measurements"])
             series["batch"] = bm["series"]
             sources["batch"] = bm["sources"]
         st = f.collector.timeline.stats
