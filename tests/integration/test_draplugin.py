@@ -15,7 +15,8 @@ each container's own environment:
    GPUs taken whole); the plugin is restarted meanwhile (its checkpoint keeps the prepared claims);
 5. the first pod goes: its generated claim is deleted and unprepared (its CDI spec removed), and both share
    pods run on the freed GPU, each seeing it with its 20Gi and its own share of the device;
-6. every pod goes: no claim is left allocated, the plugin's checkpoint and CDI dir are empty.
+6. every pod goes: no claim is left allocated, the plugin's checkpoint and CDI dir are empty; ``down``
+   leaves nothing of the node behind.
 
 Without the plugin there is no slice and every claim stays unallocated (step 2 fails); without the runc
 wrapper the containers see no device (the env assertions fail): both were checked by hand.
@@ -36,7 +37,7 @@ from hollow.dra import DRIVER, GPU_CLASS, GpuSpec
 from hollowscale.cluster import supervisor
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import LocalCluster
-from hollowscale.cluster.realnode import RealNodeSettings, pod_placement
+from hollowscale.cluster.realnode import RealNodeSettings, leftovers, pod_placement
 from hollowscale.images import BUSYBOX_IMAGE
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
@@ -196,3 +197,5 @@ def test_a_real_nodes_pods_get_their_gpus_through_the_dra_plugin(short_tmp_path:
                    and not list((layout_base / "cdi").glob("*.json")), timeout=30)
     finally:
         local.down()
+    assert leftovers(short_tmp_path / "c") == []  # the plugin, its sockets, the wrapped runc's containers: gone
+    assert not (short_tmp_path / "c").exists()
