@@ -449,23 +449,25 @@ def _etcd_limit(a: Snapshot, b: Snapshot, w: float) -> Limit | None:
                  + (f"; WAL fsync {fsync * 1000:.1f} ms" if fsync is not None else ""))
 
 
-def _pending(snap: Snapshot, comp: str, name: str, match: Match) -> float | None:
-    return gauge(snap, comp, name, match)
+def _growth_pressure(growth: float, arriving: float) -> float:
+    """A queue's growth (items/s) over :data:`PENDING_GROWTH_FRACTION` of what arrives (0 when it shrank)."""
+    return 0.0 if growth <= 0 else growth / (PENDING_GROWTH_FRACTION * max(arriving, 1e-3))
+
+
+def _loop_reads(a: Snapshot, b: Snapshot, comp: str, duration: str, attempts: str) \
+        -> tuple[float | None, dict[str, float], float | None]:
+    """One component's loop: its busy seconds (the ``_sum`` of its ``duration`` histogram), its attempts
+    by result and their mean duration."""
+    mean, _ = _mean(a, b, comp, duration)
+    return increase(a, b, comp, f"{duration}_sum"), by_label(a, b, comp, attempts, "result"), mean
 
 
 def _scheduler_limits(a: Snapshot, b: Snapshot, w: float) -> list[Limit]:
-    if "scheduler" not in b.metrics:
-        return []
     out = []
-    busy_s = increase(a, b, "scheduler", "scheduler_scheduling_algorithm_duration_seconds_sum")
-    attempts = by_label(a, b, "scheduler", "scheduler_schedule_attempts_total", "result")
-    alg, _ = _mean(a, b, "scheduler", "scheduler_scheduling_algorithm_duration_seconds")
+    busy_s, attempts, alg = _loop_reads(a, b, "scheduler", "scheduler_scheduling_algorithm_duration_seconds",
+                                        "scheduler_schedule_attempts_total")
     att, _ = _mean(a, b, "scheduler", "scheduler_scheduling_attempt_duration_seconds")
-    queues = {"queue": lambda q: q in ("active", "backoff")}
-    p0 = _pending(a, "scheduler", "scheduler_pending_pods", queues)
-    p1 = _pending(b, "scheduler", "scheduler_pending_pods", queues)
-    pending = {q: [gauge(a, "scheduler", "scheduler_pending_pods", {"queue": q}),
-                   gauge(b, "scheduler", "scheduler_pending_pods", {"queue": q})]
+    pending = {q: [gauge(snap, "scheduler", "scheduler_pending_pods", {"queue": q}) for snap in (a, b)]
                for q in ("active", "backoff", "unschedulable", "gated")}
     common = {"attempts_per_s": {k: _r(v / w) for k, v in attempts.items()},
               "algorithm_mean_ms": _r(None if alg is None else alg * 1000),
@@ -477,13 +479,13 @@ def _scheduler_limits(a: Snapshot, b: Snapshot, w: float) -> list[Limit]:
                          {"busy_fraction": _r(busy, 4), **common},
                          f"kube-scheduler's scheduling algorithm ran {busy:.0%} of the window ({scheduled:.1f} pods "
                          f"scheduled/s, {(alg or 0) * 1000:.1f} ms each)"))
-    if p0 is not None and p1 is not None:
+    (a0, a1), (b0, b1) = pending["active"], pending["backoff"]
+    if a0 is not None and a1 is not None:
+        p0, p1 = a0 + (b0 or 0.0), a1 + (b1 or 0.0)
         incoming = increase(a, b, "scheduler", "scheduler_queue_incoming_pods_total",
                             {"event": lambda e: e in ("UnschedulablePodAdd", "PodAdd")}) or 0.0
-        growth = (p1 - p0) / w
-        arriving = incoming / w
-        pressure = 0.0 if growth <= 0 else growth / (PENDING_GROWTH_FRACTION * max(arriving, 1e-3))
-        out.append(Limit("pending:scheduler", "scheduler", BACKLOG, pressure,
+        growth, arriving = (p1 - p0) / w, incoming / w
+        out.append(Limit("pending:scheduler", "scheduler", BACKLOG, _growth_pressure(growth, arriving),
                          f"active+backoff growth > {PENDING_GROWTH_FRACTION:.0%} of arrivals",
                          {"growth_per_s": _r(growth), "arriving_per_s": _r(arriving), **common},
                          f"kube-scheduler's active+backoff queues went {p0:g} -> {p1:g} pods ({growth:+.2f}/s "
@@ -492,12 +494,9 @@ def _scheduler_limits(a: Snapshot, b: Snapshot, w: float) -> list[Limit]:
 
 
 def _kueue_limits(a: Snapshot, b: Snapshot, w: float) -> list[Limit]:
-    if "kueue" not in b.metrics:
-        return []
     out = []
-    busy_s = increase(a, b, "kueue", "kueue_admission_attempt_duration_seconds_sum")
-    attempts = by_label(a, b, "kueue", "kueue_admission_attempts_total", "result")
-    cycle, _ = _mean(a, b, "kueue", "kueue_admission_attempt_duration_seconds")
+    busy_s, attempts, cycle = _loop_reads(a, b, "kueue", "kueue_admission_attempt_duration_seconds",
+                                          "kueue_admission_attempts_total")
     admitted = (increase(a, b, "kueue", "kueue_admitted_workloads_total") or 0.0) / w
     pending = {s: [gauge(a, "kueue", "kueue_pending_workloads", {"status": s}),
                    gauge(b, "kueue", "kueue_pending_workloads", {"status": s})] for s in ("active", "inadmissible")}
@@ -512,9 +511,7 @@ def _kueue_limits(a: Snapshot, b: Snapshot, w: float) -> list[Limit]:
     p0, p1 = pending["active"]
     if p0 is not None and p1 is not None:
         growth = (p1 - p0) / w
-        arriving = admitted + max(growth, 0.0)
-        pressure = 0.0 if growth <= 0 else growth / (PENDING_GROWTH_FRACTION * max(arriving, 1e-3))
-        out.append(Limit("pending:kueue", "kueue", BACKLOG, pressure,
+        out.append(Limit("pending:kueue", "kueue", BACKLOG, _growth_pressure(growth, admitted + max(growth, 0.0)),
                          f"active pending growth > {PENDING_GROWTH_FRACTION:.0%} of arrivals",
                          {"growth_per_s": _r(growth), **common},
                          f"Kueue's active pending workloads went {p0:g} -> {p1:g} ({growth:+.2f}/s against "
@@ -616,8 +613,10 @@ def attribute(start: Snapshot, end: Snapshot, ctx: Context) -> Attribution:
     for lim in (_apf_limit(start, end, w), _etcd_limit(start, end, w), _job_loop(start, end, w)):
         if lim is not None:
             limits.append(lim)
-    limits += _scheduler_limits(start, end, w)
-    limits += _kueue_limits(start, end, w)
+    if "scheduler" in end.metrics:
+        limits += _scheduler_limits(start, end, w)
+    if "kueue" in end.metrics:
+        limits += _kueue_limits(start, end, w)
     limits += _queue_limits(start, end, w)
     return Attribution(w, rank(limits))
 
@@ -643,7 +642,8 @@ def bound_first(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     dicts, the attribution as :meth:`Attribution.to_dict` wrote it): the module docstring's rule.
 
     Returns ``{"key", "words", "at_rate", "binding" (False: nearest only), "knee": {rate, pressure,
-    figures}, "failing": {...}}``, or None when no point has an attribution.
+    figures}, "failing": {...}, "next": [the three limits ranked next at the first failing rate: key,
+    pressure]}``, or None when no point has an attribution.
     """
     pts = sorted((p for p in points if p.get("attribution")), key=lambda p: p["rate"])
     if not pts:
@@ -660,15 +660,20 @@ def bound_first(points: list[dict[str, Any]]) -> dict[str, Any] | None:
         return {"rate": p["rate"], "pressure": lim["pressure"] if lim else None,
                 "figures": lim["figures"] if lim else None, "words": lim["words"] if lim else None}
 
+    def following(key: str) -> list[dict[str, Any]]:
+        rows = (first_fail or pts[-1])["attribution"]["limits"]
+        return [{"key": x["key"], "pressure": x["pressure"]} for x in rows
+                if x["key"] != key and x["pressure"] is not None][:3]
+
     for p in upto:
         key = p["attribution"].get("binding")
         if key:
             lim = next(x for x in p["attribution"]["limits"] if x["key"] == key)
             return {"key": key, "binding": True, "at_rate": p["rate"], "words": lim["words"],
-                    "knee": at(knee, key), "failing": at(first_fail, key)}
+                    "knee": at(knee, key), "failing": at(first_fail, key), "next": following(key)}
     last = first_fail or pts[-1]
     near = next((x for x in last["attribution"]["limits"] if x["pressure"] is not None), None)
     if near is None:
         return None
     return {"key": near["key"], "binding": False, "at_rate": last["rate"], "words": near["words"],
-            "knee": at(knee, near["key"]), "failing": at(first_fail, near["key"])}
+            "knee": at(knee, near["key"]), "failing": at(first_fail, near["key"]), "next": following(near["key"])}

@@ -96,6 +96,7 @@ def test_bound_first_walks_up_to_the_first_failing_rate() -> None:
     b = bound_first(points)
     assert b is not None and b["key"] == "client:controller-manager" and b["binding"] and b["at_rate"] == 2.75
     assert (b["knee"]["pressure"], b["failing"]["pressure"]) == (0.7, 3.0)
+    assert b["next"] == [{"key": "cpu:host", "pressure": 0.6}]
     # nothing binds up to the first failing rate: the nearest there, marked as not binding
     points[1]["attribution"] = attr(None, {"client:controller-manager": 0.9, "cpu:host": 0.6})
     b = bound_first(points)
