@@ -205,6 +205,10 @@ def _pressures(b: dict[str, Any] | None) -> str:
     return "n/a" if not b else f"{pr(b.get('knee'))} -> {pr(b.get('failing'))}"
 
 
+def _next(b: dict[str, Any] | None) -> str:
+    return ", ".join(f"{x['key']} {x['pressure']:.2f}" for x in (b or {}).get("next") or []) or "-"
+
+
 def _variants_markdown(doc: dict[str, Any]) -> list[str]:
     lines = ["| variant | highest sustained (jobs/s) | lowest failed (jobs/s) | pods/s at the highest | binding limit | "
              "trials |", "|---|---|---|---|---|---|"]
@@ -220,7 +224,7 @@ def _teams_markdown(doc: dict[str, Any]) -> list[str]:
     a = doc["kueue_anchor"]
     lines = ["| ClusterQueues (teams) | cohorts | highest sustained (jobs/s = workloads/s) | lowest failed | pods/s at "
              "the highest | Kueue admitted/s at the highest | binding limit (bound first) | its pressure, knee -> "
-             "first failing | trials |", "|---|---|---|---|---|---|---|---|---|"]
+             "first failing | next at the first failing rate | trials |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         best = next((t for t in r["trials"] if t["sustained"] and t["rate"] == r["highest_sustained_jobs_per_s"]), None)
         admitted = None
@@ -230,9 +234,9 @@ def _teams_markdown(doc: dict[str, Any]) -> list[str]:
         lines.append(f"| {r['teams']} | {r['cohorts']} | {r['highest_sustained_jobs_per_s']:g} | "
                      f"{r['lowest_failed_jobs_per_s']} | {best['scheduling_throughput_pods_per_s'] if best else 'n/a'} | "
                      f"{admitted if admitted is not None else 'n/a'} | {_limit(r.get('bound_first'))} | "
-                     f"{_pressures(r.get('bound_first'))} | {len(r['trials'])} |")
+                     f"{_pressures(r.get('bound_first'))} | {_next(r.get('bound_first'))} | {len(r['trials'])} |")
     lines += [f"| Kueue's baseline (anchor) | 5 | {a['workloads_per_s_derived']} workloads/s (derived: "
-              f"{a['workloads_total']:,} / {a['wall_ms_avg'] / 1000:.1f} s) | - | no pods | - | not measured there | - | "
+              f"{a['workloads_total']:,} / {a['wall_ms_avg'] / 1000:.1f} s) | - | no pods | - | not measured there | - | - | "
               "5 trial runs |", "",
               "What bound first, in words (at the first failing rate, or the nearest limit where none bound):", ""]
     for r in doc["results"]:

@@ -14,6 +14,9 @@ searched over 0.5..12.5 instances/s (the scale profile's knee is expected above 
 20/30 to 40/60 (``sweep.limits``), the explanation's test: a knee bound by that client should move
 with it.  ``run`` writes the derived scenario beside the plan folder (``<folder>.yaml``).
 
+``report DIR`` writes a plan folder's capacity report again from its measured points with the current code
+(each point's limits are ranked again from the reads it kept), whatever the scenario model's fingerprint.
+
 ``write`` produces reports/bench/plan-small.json and .md: per plan the wall time and the load average at
 its start, per cell the knee, its bracket and the limit that bound first with its figures
 (:func:`hollowscale.measure.attribution.bound_first`), the explanation's verdict, and the projections.
@@ -81,6 +84,25 @@ def run(kind: str, out: Path) -> None:
     sys.exit(code)
 
 
+def report(out: Path) -> None:
+    """The capacity report of the finished plan in ``out`` again, from its points (no cluster, no point)."""
+    from hollowscale.plan.planner import Planner
+    from hollowscale.plan.report import write_capacity_report
+    from hollowscale.plan.state import PlanState
+    from hollowscale.scenario import parse_scenario
+
+    meta = json.loads((out / "bench-run.json").read_text())
+    doc = yaml.safe_load(Path(meta["scenario"]).read_text())
+    sc = parse_scenario(doc, meta["scenario"], Path(meta["scenario"]).parent)
+    stored = json.loads((out / "plan.json").read_text())["fingerprint"]
+    planner = Planner(doc, sc, PlanState(out, stored), out, print)
+    result = planner.run()  # every point is in the state: nothing is measured
+    if result.measured:
+        raise SystemExit(f"{out}: the plan is not finished")
+    result.wall_s = float(json.loads((out / "capacity.json").read_text()).get("wall_s") or meta["wall_s"])
+    print("\n".join(str(p) for p in write_capacity_report(out, sc, planner, result)))
+
+
 def _knee(d: dict[str, Any]) -> Knee:
     return Knee(d["slo"], d["knee"], d["passing"], d["failing"], d["verdict"],
                 [(t["rate"], t["passed"]) for t in d["tried"]], d["resolution"])
@@ -115,6 +137,11 @@ def explanation(rows: list[dict[str, Any]]) -> list[str]:
             b = base["bound_first"]
             line = (f"{size} nodes, {slo}: default profile knee {base['knee']}/s, bound first by {b['key']}"
                     + ("" if b["binding"] else " (nearest; none reached its threshold)"))
+            knee_fig = (b.get("knee") or {}).get("figures") or {}
+            if b["key"].startswith("client:") and knee_fig.get("requests_per_s") and base["knee"]:
+                line += (f" (at the knee the component sent {knee_fig['requests_per_s']:g} requests/s in all, "
+                         f"{knee_fig['requests_per_s'] / base['knee']:.1f} per instance, against a QPS of "
+                         f"{knee_fig.get('qps'):g} per client; the metric does not say which controller sent them)")
             for r in same:
                 if r is base:
                     continue
@@ -201,7 +228,8 @@ def markdown(doc: dict[str, Any]) -> str:
               "(`hollowscale/measure/attribution.py`: pressure = figure / threshold, 1 = at the limit); at each knee the "
               "points are walked in rising rate up to the first failing one and the first binding limit met bound first.",
               "", "| plan | cell (profile/mix/size) | client limits moved | SLO | knee (instances/s) | first failing | "
-              "points tried | bound first | its pressure, knee -> first failing |", "|---|---|---|---|---|---|---|---|---|"]
+              "points tried | bound first | its pressure, knee -> first failing | next at the first failing rate |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for k in doc["knees"]:
         b = k["bound_first"]
         tried = ", ".join(f"{t['rate']:g}{'+' if t['passed'] else '-'}" for t in k["tried"])
@@ -209,7 +237,8 @@ def markdown(doc: dict[str, Any]) -> str:
         moved = ", ".join(f"{c} {v['qps']:g}/{v['burst']}" for c, v in k["client_limits"].items()) or "-"
         lines.append(f"| {k['plan']} | {k['cell']} | {moved} | {k['slo']} | {k['knee']} ({k['verdict']}) | "
                      f"{k['failing']} | {tried} | {lim} | "
-                     f"{_pr(b.get('knee')) if b else 'n/a'} -> {_pr(b.get('failing')) if b else 'n/a'} |")
+                     f"{_pr(b.get('knee')) if b else 'n/a'} -> {_pr(b.get('failing')) if b else 'n/a'} | "
+                     + (", ".join(f"{x['key']} {x['pressure']:.2f}" for x in (b or {}).get("next") or []) or "-") + " |")
     lines += ["", "What bound, in words (the figures at the first failing rate):", ""]
     seen = set()
     for k in doc["knees"]:
@@ -239,6 +268,8 @@ def markdown(doc: dict[str, Any]) -> str:
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "run":
         run(sys.argv[2], Path(sys.argv[3]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "report":
+        report(Path(sys.argv[2]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "write":
         write([Path(a) for a in sys.argv[2:]])
     else:
