@@ -186,14 +186,19 @@ class LocalCluster:
         kubelet_bin: the kubelet binary (default: the cached one).
         client_limits: client (QPS, burst) per component that differ from the profile's
             (:func:`hollowscale.cluster.profiles.with_client_limits`; a plan varies them).
+        scheduler_config: the run's own KubeSchedulerConfiguration fields (profiles, ...; see
+            ``components.scheduler.USER_FIELDS``): a trace replay's scheduler profile.
     """
 
     def __init__(self, dir: Path = DEFAULT_DIR, profile: str = "default", apiserver_port: int = 0,
                  bins: Binaries | None = None, gang_scheduling: bool = False, kueue: bool = False,
                  kueue_bin: Path | None = None, real_nodes: int | realnode.RealNodeSettings | None = None,
-                 kubelet_bin: Path | None = None, client_limits: dict[str, tuple[float, int]] | None = None) -> None:
+                 kubelet_bin: Path | None = None, client_limits: dict[str, tuple[float, int]] | None = None,
+                 scheduler_config: dict[str, Any] | None = None) -> None:
         self.dir = Path(dir).absolute()
         self.client_limits = dict(client_limits or {})
+        #: the run's own KubeSchedulerConfiguration fields (``scheduler.USER_FIELDS``: profiles ...)
+        self.scheduler_config = dict(scheduler_config or {})
         self.profile: Profile = with_client_limits(get_profile(profile), self.client_limits)
         self.apiserver_port = apiserver_port
         self.bins = bins or binaries()
@@ -674,7 +679,8 @@ class LocalCluster:
             binary=self.bins.kube_scheduler, kubeconfig=self.dir / "scheduler.kubeconfig",
             config=self.dir / "scheduler-config.yaml", port=ports["kube-scheduler"],
             cert_dir=self.dir / "pki" / "kube-scheduler", qps=self.profile.scheduler_qps,
-            burst=self.profile.scheduler_burst, feature_gates=self._gates("kube-scheduler"))
+            burst=self.profile.scheduler_burst, feature_gates=self._gates("kube-scheduler"),
+            user=tuple(self.scheduler_config.items()))
         settings.config.write_text(yaml.safe_dump(scheduler.config(settings)))
         return settings
 

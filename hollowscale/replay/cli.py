@@ -1,8 +1,10 @@
-"""``hollowscale trace``: what a trace holds, and a smaller one cut from it (mounted by hollowscale.cli)."""
+"""``hollowscale trace``: what a trace holds, a smaller one cut from it, trace scenarios checked and replayed
+(mounted by hollowscale.cli)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -90,3 +92,65 @@ def excerpt_cmd(pods: str, nodes: str | None, gpu_resource: str, model_label: st
         trace = excerpt(trace, node_count or len(trace.nodes), pod_count or len(trace.pods), seed)
     write_trace(trace, out / "pods.csv", out / "nodes.csv")
     click.echo(f"{out / 'nodes.csv'}: {len(trace.nodes)} nodes; {out / 'pods.csv'}: {len(trace.pods)} pods")
+
+
+def validate_trace_file(path: str) -> bool:
+    """Check one trace scenario file; print it ok or every problem; whether it is ok."""
+    from hollowscale.report.numbers import number
+    from hollowscale.scenario.trace import load_trace_scenario
+    from kubecore.schema import SpecError
+
+    try:
+        ts = load_trace_scenario(path)
+    except SpecError as exc:
+        click.echo(str(exc), err=True)
+        return False
+    s = ts.spec
+    click.echo(f"{path}: ok - trace scenario {ts.name!r}: {number(len(ts.trace.nodes))} nodes "
+               f"({number(ts.trace.gpus)} GPUs), {number(len(ts.trace.pods))} pods, {s.mode} protocol tuned to "
+               f"{number(s.demand, 2, trim=True)}x, seeds {', '.join(map(str, s.seeds))}; variants "
+               f"{', '.join(v.name for v in ts.file.variants)}")
+    return True
+
+
+@trace_group.command("validate")
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate_cmd(scenarios: tuple[str, ...]) -> None:
+    """Check trace scenario files (the file, the trace, the variants' scheduler configurations) and print
+    every problem with its file and field (and the trace's file, line and column)."""
+    bad = sum(not validate_trace_file(path) for path in scenarios)
+    if bad:
+        sys.exit(1)
+
+
+@trace_group.command("replay")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--out", "out", default="reports", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Reports folder: the run writes OUT/<stamp>-<scenario>/ (a folder per variant and seed, and the "
+                   "comparison).")
+@click.option("--variant", "variants", multiple=True, help="Only this variant (repeat for more).")
+@click.option("--seed", "seeds", multiple=True, type=int, help="These seeds instead of the scenario's (repeat).")
+def replay_cmd(scenario: str, out: Path, variants: tuple[str, ...], seeds: tuple[int, ...]) -> None:
+    """Replay a trace scenario: each variant on a fresh local cluster, once per seed, then the comparison.
+
+    Exit code: 0 every replay complete and every check passed, 1 a check failed, 2 a replay incomplete
+    (or the scenario refused), 130 interrupted.
+    """
+    from hollowscale.replay.run import run_scenario
+    from hollowscale.scenario.trace import load_trace_scenario
+    from kubecore.schema import SpecError
+
+    try:
+        ts = load_trace_scenario(scenario)
+    except SpecError as exc:
+        click.echo(f"invalid trace scenario:\n{exc}", err=True)
+        sys.exit(2)
+    unknown = [v for v in variants if v not in {x.name for x in ts.file.variants}]
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown)}: not a variant of {scenario}", param_hint="--variant")
+    code, parent, results = run_scenario(ts, out, list(variants) or None, list(seeds) or None,
+                                         log=lambda m: click.echo(m, err=True))
+    click.echo((parent / "comparison.md").read_text())
+    click.echo(f"report: {parent} ({', '.join(f'{r.variant}/seed {r.seed}: exit {r.code}' for r in results)}; "
+               f"exit {code})")
+    sys.exit(code)

@@ -158,7 +158,7 @@ class PaperReplay:
         session, server: the API server (an authenticated session and its URL).
         namespace: where the pods and claims are created (claimed by the caller).
         run_id: the value of the run label on everything created.
-        gpu_mode: ``counted`` or ``dra-shared`` (:mod:`hollowscale.replay.pods`).
+        gpu_mode: ``counted``, ``dra-shared`` or ``dra-whole`` (:mod:`hollowscale.replay.pods`).
         state: the cluster's account (its nodes are the cluster's nodes).
         scheduler_name: ``spec.schedulerName`` of the pods.
         verdict_timeout_s: how long one pod may wait for its verdict.
@@ -216,13 +216,13 @@ class PaperReplay:
                 pod = sp.pod
                 body = pod_manifest(sp, self.run_id, self.gpu_mode, self.scheduler_name, width=width)
                 name = body["metadata"]["name"]
-                claim = self.gpu_mode == "dra-shared" and pod.num_gpu > 0
+                claim = self.gpu_mode != "counted" and pod.num_gpu > 0
                 if claim:
-                    self._post(claims_path, claim_manifest(name, pod, self.run_id))
+                    self._post(claims_path, claim_manifest(name, pod, self.run_id, whole=self.gpu_mode == "dra-whole"))
                 created = now_ms()
                 self._post(pods_path, body)
                 verdict = watch.wait(name, self.verdict_timeout_s) or Verdict(NO_VERDICT, "", "", now_ms())
-                asked = pod.num_gpu * (pod.gpu_milli if self.gpu_mode == "dra-shared" else GPU_MILLI)
+                asked = pod.num_gpu * (pod.gpu_milli if self.gpu_mode == "dra-shared" else GPU_MILLI)  # rounded up
                 arrived += asked
                 devices: list[tuple[int, int]] = []
                 if verdict.kind == BOUND:

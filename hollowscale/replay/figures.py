@@ -97,7 +97,7 @@ def replay_figures(records: Sequence[PodRecord], checkpoints: Sequence[Checkpoin
     ours = records[-1].allocated_milli if records else 0
     theirs = None
     if apiserver is not None:
-        theirs = apiserver["claim_shares_milli"] if gpu_mode == "dra-shared" else apiserver["counted_gpu_milli"]
+        theirs = apiserver["counted_gpu_milli"] if gpu_mode == "counted" else apiserver["claim_shares_milli"]
     return {
         "gpu_mode": gpu_mode,
         "capacity": {"gpus": total_gpus, "gpu_milli": gpu_capacity_milli, "cpu_milli": cpu_capacity_milli,

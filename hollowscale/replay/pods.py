@@ -5,6 +5,7 @@ How a trace pod is asked for (``docs/trace-format.md`` and the report's "how the
 - CPU and memory: the pod's requests (``<milli>m``, ``<MiB>Mi``);
 - GPUs, **counted**: ``nvidia.com/gpu`` (requests = limits) of ``num_gpu``; a GPU share is rounded up to
   one whole GPU (the report says so);
+- GPUs, **DRA-whole**: the same claim asking all 1,000 shares of each device (a share rounded up);
 - GPUs, **DRA-shared**: a ResourceClaim of its own (named as the pod) with one request of ``num_gpu``
   devices of the GPU class, each taking ``gpu_milli`` of the device's consumable capacity ``shares``
   (1,000 per GPU: the simulator's milli-GPU exactly, NVIDIA's ``--consumable-shares=1000`` mode), so a
@@ -24,6 +25,7 @@ import re
 from typing import Any
 
 from hollowscale.trace import TracePod
+from hollowscale.trace.model import GPU_MILLI
 from hollowscale.trace.nodes import GPU_RESOURCE, MODEL_LABEL, REPLAY_NODE_KEY
 from hollowscale.trace.paper import SequencedPod
 from kubecore.namespaces import RUN_LABEL
@@ -44,7 +46,7 @@ CLAIM_REQUEST = "gpu"
 #: priority of each QoS class the traces use (higher first); any other class gets :data:`OTHER_PRIORITY`
 QOS_PRIORITY = {"Guaranteed": 4000, "LS": 3000, "Burstable": 2000, "BE": 1000, "BestEffort": 1000}
 OTHER_PRIORITY = 500
-GPU_MODES = ("counted", "dra-shared")
+GPU_MODES = ("counted", "dra-shared", "dra-whole")
 
 
 def _slug(text: str, limit: int) -> str:
@@ -75,11 +77,12 @@ def _model_selector(models: tuple[str, ...]) -> str:
     return f"device.attributes['{DRIVER}'].{MODEL_ATTRIBUTE} in [{listed}]"
 
 
-def claim_manifest(name: str, pod: TracePod, run_id: str) -> dict[str, Any]:
-    """The ResourceClaim of a GPU pod in the DRA-shared replay (one request of ``num_gpu`` devices, each
-    ``gpu_milli`` shares)."""
+def claim_manifest(name: str, pod: TracePod, run_id: str, whole: bool = False) -> dict[str, Any]:
+    """The ResourceClaim of a GPU pod in a DRA replay: one request of ``num_gpu`` devices, each
+    ``gpu_milli`` shares (``whole``: all 1,000 of each, a share rounded up)."""
+    shares = GPU_MILLI if whole else pod.gpu_milli
     exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": pod.num_gpu,
-                               "capacity": {"requests": {SHARES: str(pod.gpu_milli)}}}
+                               "capacity": {"requests": {SHARES: str(shares)}}}
     if pod.gpu_spec:
         exactly["selectors"] = [{"cel": {"expression": _model_selector(pod.gpu_spec)}}]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

@@ -23,7 +23,12 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
     A scenario with `variants:` runs each variant on a fresh cluster (same arrival seed) and writes a
     comparison report beside the variants' own (exit code: the worst of them). A scenario whose
     needs (real nodes, Kueue, PyTorch, root) are not met here exits 2 before anything starts.
+    A trace scenario (`workload: {trace: ...}`) is replayed as `hollowscale trace replay` does.
     """
+    if _is_trace_scenario(scenario):
+        from hollowscale.replay.cli import replay_cmd
+
+        click.get_current_context().invoke(replay_cmd, scenario=scenario, out=Path(out), variants=(), seeds=())
     from hollowscale.run.orchestrator import Runner
     from hollowscale.scenario import ScenarioError, load_scenario
 
@@ -55,6 +60,17 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
     sys.exit(code)
 
 
+def _is_trace_scenario(path: str) -> bool:
+    """``path`` is a trace scenario (its workload a trace); False for anything else, even unreadable."""
+    from hollowscale.scenario.trace import is_trace_scenario
+    from kubecore.yamlfile import load_yaml
+
+    try:
+        return is_trace_scenario(load_yaml(path))
+    except Exception:  # the scenario's own loader reports what is wrong with it
+        return False
+
+
 @click.command("validate")
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def validate_cmd(scenarios: tuple[str, ...]) -> None:
@@ -63,6 +79,11 @@ def validate_cmd(scenarios: tuple[str, ...]) -> None:
 
     bad = 0
     for path in scenarios:
+        if _is_trace_scenario(path):
+            from hollowscale.replay.cli import validate_trace_file
+
+            bad += not validate_trace_file(path)
+            continue
         try:
             sc = load_scenario(path)
         except ScenarioError as exc:

@@ -57,7 +57,8 @@ class TracePool:
         """The pool as a pools-file entry (``hollow.pools``).
 
         Args:
-            gpu_mode: ``counted`` (``nvidia.com/gpu`` in the nodes' allocatable) or ``dra-shared`` (each
+            gpu_mode: ``counted`` (``nvidia.com/gpu`` in the nodes' allocatable) or ``dra-shared`` /
+                ``dra-whole`` (each
                 GPU a DRA device offering 1,000 milli-GPU ``shares``, its ``productName`` the trace's
                 model; :data:`STAND_IN` names the catalogue entry lending the other attributes).
             isolate: a run id the nodes are labelled and tainted with (:data:`REPLAY_NODE_KEY`).
@@ -70,11 +71,11 @@ class TracePool:
         labels = {MODEL_LABEL: n.model} if n.model else {}
         doc: dict[str, Any] = {"name": self.name, "count": len(self.members), "resources": resources,
                                "labels": labels}
-        if gpu_mode == "dra-shared" and n.gpus:
+        if gpu_mode in ("dra-shared", "dra-whole") and n.gpus:
             doc["gpus"] = {"expose": "dra", "model": STAND_IN.get(n.model, DEFAULT_STAND_IN), "sharing": "shares",
                            "product": n.model}
-        elif gpu_mode not in ("counted", "dra-shared"):
-            raise ValueError(f"gpu_mode {gpu_mode!r}: expected counted or dra-shared")
+        elif gpu_mode not in ("counted", "dra-shared", "dra-whole"):
+            raise ValueError(f"gpu_mode {gpu_mode!r}: expected counted, dra-shared or dra-whole")
         if isolate:
             labels[REPLAY_NODE_KEY] = isolate
             doc["taints"] = [{"key": REPLAY_NODE_KEY, "value": isolate, "effect": "NoSchedule"}]
