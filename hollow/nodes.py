@@ -286,15 +286,35 @@ class NodeManager(TimedTasks[str]):
                             name)
                 return
             if state.lease_rv:
-                await self.api.request("delete_lease", "DELETE",
-                                       f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
-                                       body={"preconditions": {"resourceVersion": state.lease_rv}})
+                await self._delete_lease(name, state)
 
         try:
             await asyncio.wait_for(asyncio.gather(*(one(n, s) for n, s in ours.items())), timeout_s)
             log.info("deleted %d nodes", len(ours))
         except TimeoutError:
             log.warning("gave up deleting nodes after %.0fs (is the apiserver up?)", timeout_s)
+
+    async def _delete_lease(self, name: str, state: NodeState) -> None:
+        """Delete ``name``'s Lease at the resourceVersion of our last write; when a renewal cancelled at
+        stop landed after it (409), read the Lease and delete it at its current version if it is owned
+        by the node we registered (its ownerReference carries our node's uid), so nothing of ours waits
+        for the garbage collector."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}"
+        rv = state.lease_rv
+        for _ in range(3):
+            resp = await self.api.request("delete_lease", "DELETE", path,
+                                          body={"preconditions": {"resourceVersion": rv}})
+            if resp.status != 409:
+                return
+            current = await self.api.request("get_lease", "GET", path)
+            if not current.ok:
+                return
+            meta = current.json().get("metadata") or {}
+            owners = {ref.get("uid") for ref in meta.get("ownerReferences") or []}
+            if state.uid not in owners:
+                log.warning("lease %s is not owned by the node this agent registered: left as it is", name)
+                return
+            rv = meta.get("resourceVersion", "")
 
     async def stop(self) -> None:
         """Cancel in-flight refreshes."""

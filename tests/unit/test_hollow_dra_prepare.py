@@ -54,8 +54,10 @@ class FakeApi:
 async def _drive(ctl: PodController, clock: FakeClock, until_s: float, on_tick: Any = None) -> None:
     start = clock.monotonic()
     while True:
-        for _ in range(10):
+        for _ in range(10_000):  # until every spawned step has finished: the clock moves only when idle
             await asyncio.sleep(0)
+            if not ctl._tasks:
+                break
         if on_tick is not None:
             on_tick(clock.monotonic() - start)
         due = ctl._timers.queue.next_due()

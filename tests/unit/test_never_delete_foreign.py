@@ -169,8 +169,10 @@ def test_cluster_up_into_a_folder_with_someone_elses_files_says_so_in_one_line(t
 
 # ------------------------------------------------------------------------------------------ real nodes' host state
 @pytest.fixture
-def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``host`` pointed at a folder of the test: claim dir, shared paths, /proc/sys; returns that folder."""
+def fake_host(short_tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``host`` pointed at a folder of the test: claim dir, shared paths, /proc/sys; returns that folder
+    (a short one: a test binds a unix socket in it, and pytest's own folders under xdist pass 108 bytes)."""
+    tmp_path = short_tmp_path
     from hollowscale.cluster.realnode import host
 
     monkeypatch.setattr(host, "CLAIM_DIR", tmp_path / "run-hollowscale")
