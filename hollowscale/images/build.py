@@ -11,10 +11,18 @@ Cache layout (under ``cache_root() / "images"`` unless another root is given):
 A second build with unchanged inputs computes the fingerprints, finds the image record and returns:
 no compiling, no tar writing. When one layer's inputs change (the project's code) only that layer
 is written again; the others are reused by fingerprint.
+
+Builds hold ``<root>/.lock`` (one build at a time per cache: two test workers or two runs asking for
+the same image write it once), and each build that writes an archive prunes what no live image needs
+any more: a blob is kept while an image record whose archive is still there names a layer made of
+it. Without that, every fresh checkout (its virtualenv's files have new mtimes, so new fingerprints)
+left another 3.7 GB distill layer behind, and a CI machine's disk filled.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -22,7 +30,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,8 +116,62 @@ def older_archives(folder: Path, name: str, keep: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.tar") if pattern.fullmatch(p.name) and p != keep and not p.is_symlink())
 
 
+@contextlib.contextmanager
+def cache_lock(root: Path) -> Iterator[None]:
+    """Hold the image cache's lock (``<root>/.lock``, flock: released if the process dies)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+_DIGEST_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def prune_cache(root: Path) -> list[Path]:
+    """Delete the blobs and records no live image needs; return what was deleted.
+
+    Live: an image record (``images/*.json``) whose archive exists with its recorded size. Kept: those
+    records, the layer records they name and the blobs those layers are. Deleted: other image and
+    layer records and blobs (only files named as this module names them: 64 hex digits, ``.json``).
+    Call it holding :func:`cache_lock`.
+    """
+    live_layers: set[str] = set()
+    deleted: list[Path] = []
+    for record_path in sorted((root / "images").glob("*.json")):
+        doc = _read_json(record_path)
+        archive = Path(doc["archive"]) if doc and doc.get("archive") else None
+        if doc and archive is not None and archive.is_file() and archive.stat().st_size == int(doc.get("size", -1)):
+            live_layers.update(str(f) for f in doc.get("layers") or ())
+        elif _DIGEST_NAME.fullmatch(record_path.stem):
+            record_path.unlink(missing_ok=True)
+            deleted.append(record_path)
+    live_blobs: set[str] = set()
+    for layer_path in sorted((root / "layers").glob("*.json")):
+        doc = _read_json(layer_path)
+        if layer_path.stem in live_layers and doc and str(doc.get("digest", "")).startswith("sha256:"):
+            live_blobs.add(str(doc["digest"]).split(":", 1)[1])
+        elif _DIGEST_NAME.fullmatch(layer_path.stem):
+            layer_path.unlink(missing_ok=True)
+            deleted.append(layer_path)
+    blobs = root / "blobs"
+    for blob in sorted(blobs.iterdir()) if blobs.is_dir() else ():
+        if _DIGEST_NAME.fullmatch(blob.name) and blob.name not in live_blobs and blob.is_file():
+            blob.unlink(missing_ok=True)
+            deleted.append(blob)
+    return deleted
+
+
 def build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None = None) -> BuiltImage:
     """Build one image (or find it in the cache) and return where its archive is."""
+    with cache_lock(root):
+        return _build_recipe(recipe, root, progress)
+
+
+def _build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None) -> BuiltImage:
     say = progress or (lambda _msg: None)
     started = time.monotonic()
     say(f"{recipe.name}: checking inputs")
@@ -160,5 +222,8 @@ def build_recipe(recipe: Recipe, root: Path, progress: ProgressFn | None = None)
     _write_json_atomic(record_path, record)
     for old in older_archives(root / "archives", recipe.name, archive):
         old.unlink(missing_ok=True)  # an older build of this image: its record now points nowhere
+    freed = prune_cache(root)
+    if freed:
+        say(f"{recipe.name}: pruned {len(freed)} cache entries no live image needs")
     say(f"{recipe.name}: built {recipe.image} ({record['size'] / 1e6:.1f} MB) in {record['seconds']}s")
     return _from_record(recipe, record, cached=False)

@@ -219,6 +219,17 @@ def test_a_changed_input_rebuilds_only_its_layer(tmp_path: Path) -> None:
     assert any("layer 1/2 (stable): cached" in m for m in messages), messages
     assert any("layer 2/2 (changing): writing" in m for m in messages), messages
     assert not first.archive.exists(), "the superseded archive of the same image should be removed"
+    # the superseded layer's blob and records are pruned; the stable layer's blob (still live) stays,
+    # and a file of someone else's in the cache is left alone
+    blobs = {p.name for p in (cache / "blobs").iterdir()}
+    assert len(blobs) == 2, blobs
+    assert len(list((cache / "images").glob("*.json"))) == 1
+    (cache / "blobs" / "notes.txt").write_text("mine")
+    (src / "changing.txt").write_text("three")
+    third = build_recipe(recipe(), cache, messages.append)
+    assert {p.name for p in (cache / "blobs").iterdir()} - {"notes.txt"} != blobs
+    assert len(list((cache / "blobs").iterdir())) == 3 and (cache / "blobs" / "notes.txt").read_text() == "mine"
+    assert third.archive.is_file() and any("pruned" in m for m in messages), messages
 
 
 def test_entries_must_be_relative_and_unambiguous() -> None:
