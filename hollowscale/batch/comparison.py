@@ -18,7 +18,7 @@ from typing import Any
 
 from hollowscale.report.jsonfile import write_json
 from hollowscale.report.numbers import number
-from hollowscale.report.verdicts import lookup
+from hollowscale.report.verdicts import PASSED, lookup, state_of, verdict_line
 
 #: (label, path in measurements, better direction); per-priority queue waits are added per run
 FIGURES: tuple[tuple[str, str, str], ...] = (
@@ -39,6 +39,14 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("scheduling throughput avg (pods/s)", "scheduling_throughput_pods_per_s.avg", "higher"),
     ("pod startup p99 (ms)", "pod_startup_latency_ms.p99", "lower"),
     ("GPU allocation avg (%)", "gpu_allocation_pct.avg", "higher"),
+    # DRA (hollowscale/dra): devices, memory, sharing, the claims' steps, the scheduler's plugin
+    ("DRA GPUs allocated avg", "dra.gpus_allocated.avg", "higher"),
+    ("DRA GPU memory allocated avg (GiB)", "dra.gpu_memory_allocated_gib.avg", "higher"),
+    ("DRA pods per busy GPU, max", "dra.pods_per_gpu.max", "higher"),
+    ("DRA fragmented GPUs avg", "dra.fragmented_gpus.avg", "lower"),
+    ("DRA claim created -> pod running p99 (ms)", "dra.latency_ms.created_to_running.p99", "lower"),
+    ("DynamicResources share of all plugins' time, Filter apart (%)", "dra_scheduler.share_of_all_plugins_pct",
+     "lower"),
 )
 
 
@@ -63,6 +71,10 @@ def figures_of(summary: dict[str, Any]) -> dict[str, float | None]:
     out["jobs completed per second of load"] = round(done / load_s, 4) if done is not None and load_s else None
     for pc, v in sorted(((m.get("batch") or {}).get("queue_wait_s") or {}).get("by_priority_class", {}).items()):
         out[f"queue wait p99, priority {pc} (s)"] = v.get("p99") if isinstance(v, dict) else None
+    for role, r in sorted(((m.get("dra") or {}).get("roles") or {}).items()):  # DRA runs: per workload/role
+        out[f"{role}: most running at once"] = r.get("running_max")
+        out[f"{role}: wait p50 (s)"] = (r.get("wait_s") or {}).get("p50")
+        out[f"{role}: wait p99 (s)"] = (r.get("wait_s") or {}).get("p99")
     return out
 
 
@@ -73,6 +85,7 @@ def comparison_doc(scenario_name: str, variants: list[tuple[str, dict[str, Any]]
         c = s.get("cluster") or {}
         rows.append({"name": name, "variant": s.get("variant") or {"name": name}, "run_id": s.get("run_id"),
                      "complete": s.get("complete"), "passed": s.get("passed"),
+                     "state": state_of(s), "verdict": verdict_line(s),
                      "incomplete_reason": s.get("incomplete_reason"), "figures": figures_of(s),
                      "client_qps": c.get("client_qps"), "features": c.get("features"),
                      "jobs_submitted": lookup(s.get("measurements") or {}, "jobs.submitted"),
@@ -101,6 +114,13 @@ def _fmt(v: Any) -> str:
     return number(v, 2, group_ints=False)
 
 
+def _verdict(row: dict[str, Any]) -> str:
+    """A variant's verdict line (a comparison written before verdict lines: from its flags)."""
+    if row.get("verdict"):
+        return str(row["verdict"])
+    return ("PASSED" if row["passed"] else "FAILED") if row["complete"] else f"INCOMPLETE ({row['incomplete_reason']})"
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     names = [r["name"] for r in doc["variants"]]
     lines = [f"# hollowscale comparison: scenario `{doc['scenario']}`", "",
@@ -109,9 +129,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     for label in doc["figures"]:
         lines.append(f"| {label} | " + " | ".join(_fmt(r["figures"].get(label)) for r in doc["variants"]) + " |")
     lines.append("| binding limit | " + " | ".join(_limit_cell(r) for r in doc["variants"]) + " |")
-    lines.append("| verdict | " + " | ".join(
-        ("PASSED" if r["passed"] else "FAILED") if r["complete"] else f"INCOMPLETE ({r['incomplete_reason']})"
-        for r in doc["variants"]) + " |")
+    lines.append("| verdict | " + " | ".join(_verdict(r) for r in doc["variants"]) + " |")
     lines += ["", "Client limits (QPS/burst) per variant: " + "; ".join(
         f"{r['name']}: {json.dumps(r['client_qps'])}" for r in doc["variants"]), ""]
     lines += [f"- {r['name']}: {r['binding_limit']['words']}" for r in doc["variants"] if r.get("binding_limit")]
@@ -157,9 +175,8 @@ def render_html(doc: dict[str, Any], variants: list[tuple[str, dict[str, Any]]])
         f"<tr><td>{html.escape(label)}</td>" + "".join(f"<td>{_fmt(r['figures'].get(label))}</td>"
                                                        for r in doc["variants"]) + "</tr>"
         for label in doc["figures"])
-    verdicts = "".join(
-        f"<td class='{'pass' if r['passed'] else 'fail'}'>"
-        + (("PASSED" if r["passed"] else "FAILED") if r["complete"] else "INCOMPLETE") + "</td>" for r in doc["variants"])
+    verdicts = "".join(f"<td class='{'pass' if r.get('state', PASSED) == PASSED and r['passed'] else 'fail'}'>"
+                       f"{html.escape(_verdict(r))}</td>" for r in doc["variants"])
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hollowscale comparison "
              f"{html.escape(doc['scenario'])}</title><style>{CSS}</style></head><body>",
              f"<h1>Comparison: scenario <code>{html.escape(doc['scenario'])}</code></h1>",

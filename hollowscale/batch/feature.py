@@ -1,21 +1,23 @@
 """Batch scheduling as a feature of a run: its cluster objects (priority classes, Kueue's queues, Volcano's
 queues) created before the agents start, and deleted, by uid, in the run's teardown.  The Runner
 composes it through the hooks of :mod:`hollowscale.run.features`; a scenario without batch objects gets
-none (every list of objects is then empty)."""
+none (every list of objects is then empty).  It hands the report the batch figures' section."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from hollowscale.batch.objects import BatchObjects, kueue_objects, priority_objects, volcano_objects
+from hollowscale.batch.report import BatchSection
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim
 from kubecore.watch import session_for
 
 
-class BatchObjectsFeature:
-    """The run's batch objects, created before the load and deleted after it."""
+class BatchObjectsFeature(BatchSection):
+    """The run's batch objects, created before the load and deleted after it; its section of the report
+    (:class:`hollowscale.batch.report.BatchSection`: none for a run without batch figures)."""
 
     def __init__(self, sc: Scenario, run_id: str) -> None:
         self.sc = sc

@@ -10,9 +10,9 @@ from hollowscale.report import html, junit, markdown, perfdata
 from hollowscale.report.jsonfile import load_summary, write_json
 from hollowscale.report.latest import update_latest
 from hollowscale.report.sections import ReportSection
-from hollowscale.report.verdicts import finalize
+from hollowscale.report.verdicts import EXIT_CODES, finalize, state_of
 
-__all__ = ["finalize", "load_summary", "update_latest", "write_json", "write_report"]
+__all__ = ["EXIT_CODES", "finalize", "load_summary", "state_of", "update_latest", "write_json", "write_report"]
 
 
 def write_report(run_dir: Path, summary: dict[str, Any], series: dict[str, Any],

@@ -35,7 +35,7 @@ from typing import Any
 
 from hollowscale.report.jsonfile import load_summary, write_json
 from hollowscale.report.numbers import number, percent
-from hollowscale.report.regressions import FIGURES, HIGHER, LOWER, change
+from hollowscale.report.regressions import FIGURES, HIGHER, LOWER, bucket_at, change, with_bucket
 from hollowscale.report.verdicts import lookup
 
 KIND = "hollowscale-baseline"
@@ -180,6 +180,13 @@ class BandRow:
     change_pct: float | None  # vs the baseline median, + = worse
     regressed: bool
     note: str = ""
+    #: the bucket of a bucketed quantile, when every new run's value lies in the same one
+    new_bucket: tuple[float, float | None] | None = None
+
+
+def _bucket_of(summaries: list[dict[str, Any]], metric: str) -> tuple[float, float | None] | None:
+    buckets = {bucket_at(s.get("measurements") or {}, metric) for s in summaries}
+    return buckets.pop() if len(buckets) == 1 else None
 
 
 def _median_of(summaries: list[dict[str, Any]], metric: str) -> float | None:
@@ -205,7 +212,7 @@ def compare_to_baseline(entry: dict[str, Any], new: list[dict[str, Any]],
         value = _median_of(new, metric)
         if band is None or value is None:
             note = "missing in " + ("both" if band is None and value is None else "baseline" if band is None else "new")
-            rows.append(BandRow(metric, better, band, value, None, False, note))
+            rows.append(BandRow(metric, better, band, value, None, False, note, _bucket_of(new, metric)))
             continue
         pct, note = change(band.median, value, better)
         outside = band.past(value)
@@ -214,7 +221,7 @@ def compare_to_baseline(entry: dict[str, Any], new: list[dict[str, Any]],
             note = "within the band" if band.lo <= value <= band.hi else "better than the band"
         elif not regressed:
             note = f"past the band, within {max_regression_pct:g}%"
-        rows.append(BandRow(metric, better, band, value, pct, regressed, note))
+        rows.append(BandRow(metric, better, band, value, pct, regressed, note, _bucket_of(new, metric)))
         if regressed:
             worse = "above" if better == LOWER else "below"
             pct_s = "+inf" if pct == float("inf") else f"{pct:+.1f}"
@@ -244,8 +251,8 @@ def render_table(rows: list[BandRow], title: str) -> Any:
         t.add_column(col, justify="right" if col in ("median", "new", "change") else "left")
     for r in rows:
         verdict = "[red]REGRESSION[/red]" if r.regressed else ("[dim]" + r.note + "[/dim]" if r.note else "ok")
-        t.add_row(r.metric, r.better, _band(r.band), "n/a" if r.band is None else _f(r.band.median), _f(r.new),
-                  percent(r.change_pct), verdict)
+        t.add_row(r.metric, r.better, _band(r.band), "n/a" if r.band is None else _f(r.band.median),
+                  with_bucket(r.new, r.new_bucket), percent(r.change_pct), verdict)
     return t
 
 
@@ -255,7 +262,8 @@ def render_markdown(rows: list[BandRow], title: str) -> str:
     for r in rows:
         verdict = "**REGRESSION**" if r.regressed else (r.note or "ok")
         lines.append(f"| `{r.metric}` | {r.better} | {_band(r.band)} | "
-                     f"{'n/a' if r.band is None else _f(r.band.median)} | {_f(r.new)} | {percent(r.change_pct)} | {verdict} |")
+                     f"{'n/a' if r.band is None else _f(r.band.median)} | {with_bucket(r.new, r.new_bucket)} | "
+                     f"{percent(r.change_pct)} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 

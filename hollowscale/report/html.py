@@ -2,9 +2,12 @@
 
 Plots: pod startup latency percentiles over time, scheduling throughput (watch vs Prometheus binding
 rate), pending/running pods, GPU allocation, API latency p99 by verb over time, API latency by verb.
+A latency plot whose positive values span more than :data:`LOG_SPAN` (a 45 s fault spike beside 30 ms
+startups) gets a log-scale y axis with labelled decades (:func:`auto_log`), so both stay readable.
 Tables: SLOs, measurements with their sources, API latency by verb and resource, components' CPU and
-memory, run metadata (profile, versions, client QPS, flags).  A tiny inline script counts the plots
-and logs it to the console, so a headless browser check can tell the page really rendered.
+memory, run metadata (profile, versions, client QPS, flags).  Every quantile says whether it is exact or
+bucketed, a bucketed one with its bucket (:mod:`hollowscale.report.precision`).  A tiny inline script
+counts the plots and logs it to the console, so a headless browser check can tell the page really rendered.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from hollowscale.report.numbers import number
+from hollowscale.report.precision import LEGEND, api_rows, bucket_of, quantile_text, slo_value_text
 from hollowscale.report.sections import ReportSection
+from hollowscale.report.verdicts import PASSED, state_of, verdict_line
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -33,6 +39,23 @@ def svg(fig: Any) -> str:
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
+
+
+#: max/min of a plot's positive values above which its y axis is logarithmic
+LOG_SPAN = 100.0
+
+
+def auto_log(ax: Any, values: list[float]) -> bool:
+    """A log-scale y axis for ``ax`` when its positive ``values`` span more than :data:`LOG_SPAN` (max/min),
+    ticks at the decades, each labelled; whether it chose one."""
+    pos = [v for v in values if v is not None and v > 0]
+    if not pos or max(pos) / min(pos) <= LOG_SPAN:
+        return False
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10.0))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v, 3, trim=True)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    return True
 
 
 def _pairs(values: list[Any], t: list[float]) -> tuple[list[float], list[float]]:
@@ -101,14 +124,18 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     t = series.get("t_s") or []
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
+    shown: list[float] = []
     for key, label in (("startup_p50_ms", "p50"), ("startup_p99_ms", "p99")):
         xs, ys = _pairs(series.get(key) or [], t)
         ax.plot(xs, ys, label=label, marker="." if len(xs) < 30 else None)
+        shown += ys
+    log = auto_log(ax, shown)
     ax.set_xlabel("s since load start")
-    ax.set_ylabel("ms")
+    ax.set_ylabel("ms (log scale)" if log else "ms")
     ax.legend(loc="upper left")
     out.append(("plot-startup", "Pod startup latency over time (created -> Running)",
-                "timeline: pods that turned Running in the last 10 s, nearest-rank percentiles", svg(fig)))
+                "timeline: pods that turned Running in the last 10 s, nearest-rank percentiles (exact)"
+                + ("; log-scale y axis" if log else ""), svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     ax.bar(t, series.get("scheduled_per_s") or [], width=max((t[1] - t[0]) if len(t) > 1 else 1.0, 0.1),
@@ -146,35 +173,52 @@ def plots(series: dict[str, Any], prom: dict[str, Any] | None, api_by_verb: dict
     out.append(("plot-gpu", "GPU allocation", "timeline: GPU requests of bound, unfinished pods / GPUs in the pools", svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
-    any_line = False
+    shown = []
     for verb, pts in sorted(((prom or {}).get("api_p99_ms") or {}).items()):
         xs = [a for a, b in pts if b is not None]
         ys = [b for a, b in pts if b is not None]
         if xs:
             ax.plot(xs, ys, label=verb)
-            any_line = True
-    if any_line:
+            shown += ys
+    edges = [e for e in (prom or {}).get("api_bucket_edges_ms") or [] if shown and min(shown) <= e <= max(shown)]
+    for e in edges:  # the values between two edges are interpolated: draw where the measurement is
+        ax.axhline(e, color="0.5", lw=0.6, ls=":")
+    log = auto_log(ax, shown)
+    if shown:
         ax.legend(loc="upper left", ncol=3)
     else:
         ax.text(0.5, 0.5, "no Prometheus data", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("s since load start")
-    ax.set_ylabel("p99 ms")
-    out.append(("plot-api-time", "API request latency p99 by verb over time",
-                html.escape(str((prom or {}).get("query_api_p99", "no Prometheus"))), svg(fig)))
+    ax.set_ylabel("p99 ms (log scale)" if log else "p99 ms")
+    out.append(("plot-api-time", "API request latency p99 by verb over time (bucketed)",
+                html.escape(str((prom or {}).get("query_api_p99", "no Prometheus")))
+                + "; bucketed: interpolated inside histogram buckets"
+                + ("; dotted lines: the bucket edges" if edges else "") + ("; log-scale y axis" if log else ""),
+                svg(fig)))
 
     fig, ax = plt.subplots(figsize=(7, 2.6))
     verbs = sorted(v for v in api_by_verb if api_by_verb[v].get("p99") is not None)
+    log = False
     if verbs:
         x = range(len(verbs))
-        ax.bar([i - 0.2 for i in x], [api_by_verb[v].get("p50") or 0 for v in verbs], width=0.4, label="p50")
-        ax.bar([i + 0.2 for i in x], [api_by_verb[v].get("p99") or 0 for v in verbs], width=0.4, label="p99")
+        for off, q in ((-0.2, "p50"), (0.2, "p99")):
+            vals = [api_by_verb[v].get(q) or 0 for v in verbs]
+            # the bucket each value was interpolated in, as an error bar from its lower to its upper edge
+            lo_hi = [bucket_of(api_by_verb[v], q) for v in verbs]
+            err = [[max(val - b[0], 0) if b else 0 for val, b in zip(vals, lo_hi, strict=True)],
+                   [max(b[1] - val, 0) if b and b[1] is not None else 0 for val, b in zip(vals, lo_hi, strict=True)]]
+            ax.bar([i + off for i in x], vals, width=0.4, label=q, yerr=err if any(lo_hi) else None, capsize=3,
+                   error_kw={"elinewidth": 0.8, "ecolor": "0.3"})
+        log = auto_log(ax, [api_by_verb[v].get(q) for v in verbs for q in ("p50", "p99")])
         ax.set_xticks(list(x), verbs)
         ax.legend()
     else:
         ax.text(0.5, 0.5, "no Prometheus data", ha="center", va="center", transform=ax.transAxes)
-    ax.set_ylabel("ms")
-    out.append(("plot-api-verb", "API request latency by verb (whole run)",
-                "apiserver_request_sli_duration_seconds, histogram_quantile over increase() of the run window", svg(fig)))
+    ax.set_ylabel("ms (log scale)" if log else "ms")
+    out.append(("plot-api-verb", "API request latency by verb (whole run, bucketed)",
+                "apiserver_request_sli_duration_seconds, histogram_quantile over increase() of the run window; "
+                "bars: the interpolated value, whiskers: the bucket it lies in" + ("; log-scale y axis" if log else ""),
+                svg(fig)))
     return out
 
 
@@ -199,6 +243,15 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 def _v(v: Any) -> str:
     """A figure in a table cell: three decimals at most, HTML-escaped."""
     return html.escape(number(v, 3, trim=True, group_ints=False))
+
+
+LEGEND_HTML = (f"<p class='legend'>Every quantile says its precision. <b>exact</b>: {html.escape(LEGEND['exact'])}. "
+               f"<b>bucketed</b>: {html.escape(LEGEND['bucketed'])}.</p>")
+
+
+def _q(fig: dict[str, Any] | None, leaf: str, path: str) -> str:
+    """A quantile in a table cell, with its bucket when bucketed (:func:`quantile_text`), HTML-escaped."""
+    return html.escape(quantile_text(fig, leaf, 3, path=path))
 
 
 def control_plane_tables(summary: dict[str, Any]) -> list[str]:
@@ -253,10 +306,8 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
            sections: Sequence[ReportSection] = ()) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
-    ok = summary.get("passed")
-    state = "PASSED" if ok else "FAILED"
-    if not summary.get("complete", True):
-        state += f" - INCOMPLETE ({html.escape(str(summary.get('incomplete_reason') or 'interrupted'))})"
+    ok = state_of(summary) == PASSED
+    state = html.escape(verdict_line(summary))
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hollowscale {html.escape(str(summary.get('run_id')))}</title>",
              f"<style>{CSS}</style></head><body>",
              f"<h1>hollowscale run <code>{html.escape(str(summary.get('run_id')))}</code> - scenario <code>{html.escape(str(summary.get('scenario')))}</code></h1>",
@@ -265,7 +316,7 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
     parts.append("<h2>SLOs</h2>")
     parts.append(table(["SLO", "metric", "threshold", "value", "result", "description"], [
         [html.escape(s["name"]), f"<code>{html.escape(s['metric'])}</code>", f"{html.escape(s['op'])} {_v(s['threshold'])}",
-         _v(s["value"]), f"<span class='{'pass' if s['passed'] else 'fail'}'>{'pass' if s['passed'] else 'FAIL'}</span>",
+         html.escape(slo_value_text(s, m)), f"<span class='{'pass' if s['passed'] else 'fail'}'>{'pass' if s['passed'] else 'FAIL'}</span>",
          html.escape(s.get("description", "") + (" - " + s["note"] if s.get("note") else ""))]
         for s in summary.get("slos") or []]))
     parts.append("<h2>Plots</h2>")
@@ -284,9 +335,11 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
     rows = []
     for key in ("pod_startup_latency_ms", "pod_scheduling_latency_ms", "job_completion_time_s", "gpu_queue_wait_s"):
         v = m.get(key) or {}
-        rows.append([key, _v(v.get("p50")), _v(v.get("p90")), _v(v.get("p99")), _v(v.get("count")), html.escape(str(sources.get(key, "")))])
+        rows.append([key, _v(v.get("p50")), _v(v.get("p90")), _v(v.get("p99")), _v(v.get("count")), "exact",
+                     html.escape(str(sources.get(key, "")))])
     parts.append("<h2>Measurements</h2>")
-    parts.append(table(["figure", "p50", "p90", "p99", "samples", "source"], rows))
+    parts.append(LEGEND_HTML)
+    parts.append(table(["figure", "p50", "p90", "p99", "samples", "precision", "source"], rows))
     th = m.get("scheduling_throughput_pods_per_s") or {}
     cc = m.get("crosscheck") or {}
     jobs = m.get("jobs") or {}
@@ -307,18 +360,25 @@ def render(summary: dict[str, Any], series: dict[str, Any], prom_series: dict[st
     if bw:
         parts.append(table(["workload", "submitted", "completed", "failed"],
                             [[html.escape(k), v["submitted"], v["completed"], v["failed"]] for k, v in sorted(bw.items())]))
-    api_rows = (summary.get("prometheus") or {}).get("api_by_verb_resource") or []
-    if api_rows:
-        parts.append("<h2>API latency by verb and resource</h2>")
-        parts.append(table(["verb", "resource", "p50 ms", "p99 ms"],
-                            [[html.escape(r["verb"]), html.escape(r["resource"]), _v(r.get("p50")), _v(r.get("p99"))] for r in api_rows]))
+    by_verb = api_rows(m)
+    if by_verb:
+        parts.append("<h2>API latency by verb (bucketed)</h2>")
+        parts.append(table(["verb", "requests", "p50 ms (bucketed)", "p99 ms (bucketed)"],
+                            [[html.escape(name), _v(v.get("count")), _q(v, "p50", path), _q(v, "p99", path)]
+                             for name, v, path in by_verb]))
+    by_resource = (summary.get("prometheus") or {}).get("api_by_verb_resource") or []
+    if by_resource:
+        parts.append("<h2>API latency by verb and resource (bucketed)</h2>")
+        parts.append(table(["verb", "resource", "p50 ms (bucketed)", "p99 ms (bucketed)"],
+                            [[html.escape(r["verb"]), html.escape(r["resource"]), _q(r, "p50", "api_latency_ms"),
+                              _q(r, "p99", "api_latency_ms")] for r in by_resource]))
     sched = m.get("scheduler") or {}
     if sched:
         parts.append("<h2>Scheduler</h2>")
         parts.append(table(["figure", "value"], [
             ["attempts by result", html.escape(json.dumps(sched.get("attempts_by_result")))],
-            ["attempt duration p50 / p99 (ms)", f"{_v((sched.get('attempt_duration_ms') or {}).get('p50'))} / "
-                                                f"{_v((sched.get('attempt_duration_ms') or {}).get('p99'))}"]]))
+            ["attempt duration p50 / p99 (ms, bucketed)", f"{_q(sched.get('attempt_duration_ms'), 'p50', 'scheduler')} / "
+                                                          f"{_q(sched.get('attempt_duration_ms'), 'p99', 'scheduler')}"]]))
     comps = dict((m.get("components") or {}).get("by_job") or {})
     comps.update({f"{k} (psutil)": v for k, v in (m.get("harness_processes") or {}).items()})
     if comps:

@@ -1,17 +1,22 @@
-"""``junit.xml``: one test case per SLO, so CI systems show each verdict."""
+"""``junit.xml``: one test case per SLO, so CI systems show each verdict, and one for the jobs left
+unfinished or deadlocked at the end (skipped, with the reason, when the scenario allows them)."""
 
 from __future__ import annotations
 
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from hollowscale.report.verdicts import left_text
+
 
 def render(summary: dict[str, Any]) -> str:
     slos = summary.get("slos") or []
-    failures = sum(1 for s in slos if not s["passed"])
+    left = summary.get("unfinished")
+    stuck = bool(left and left.get("stuck") and not left.get("allowed"))
+    failures = sum(1 for s in slos if not s["passed"]) + stuck
     suite = ET.Element("testsuite", {
         "name": f"hollowscale.{summary.get('scenario')}",
-        "tests": str(len(slos) + 1),
+        "tests": str(len(slos) + 1 + (left is not None)),
         "failures": str(failures),
         "errors": "0" if summary.get("complete", True) else "1",
         "time": f"{float(summary.get('duration_s') or 0):.3f}",
@@ -21,6 +26,13 @@ def render(summary: dict[str, Any]) -> str:
     if not summary.get("complete", True):
         err = ET.SubElement(run_case, "error", {"message": str(summary.get("incomplete_reason") or "incomplete")})
         err.text = "the run did not finish; figures cover only the part that ran"
+    if left is not None:
+        case = ET.SubElement(suite, "testcase", {"classname": "hollowscale.run", "name": "jobs_finished"})
+        if stuck:
+            ET.SubElement(case, "failure", {"message": left_text(left)}).text = (
+                f"counted: {left.get('counted')}; allow with measurements.allow_unfinished: <reason>")
+        elif left.get("stuck"):
+            ET.SubElement(case, "skipped", {"message": f"{left_text(left)}; allowed by the scenario: {left['allowed']}"})
     for s in slos:
         case = ET.SubElement(suite, "testcase", {"classname": "hollowscale.slo", "name": s["name"]})
         props = ET.SubElement(case, "properties")

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hollowscale.report.numbers import number
+from hollowscale.report.precision import LEGEND, api_rows, quantile_text, slo_value_text
 from hollowscale.report.sections import ReportSection
+from hollowscale.report.verdicts import verdict_line
 
 
 def control_plane_lines(summary: dict[str, Any]) -> list[str]:
@@ -39,9 +41,7 @@ def control_plane_lines(summary: dict[str, Any]) -> list[str]:
 def render(summary: dict[str, Any], sections: Sequence[ReportSection] = ()) -> str:
     m = summary.get("measurements") or {}
     c = summary.get("cluster") or {}
-    verdict = "PASSED" if summary.get("passed") else "FAILED"
-    if not summary.get("complete", True):
-        verdict += f" (INCOMPLETE: {summary.get('incomplete_reason') or 'interrupted'})"
+    verdict = verdict_line(summary)
     lines = [
         f"# hollowscale run `{summary.get('run_id', '?')}`: scenario `{summary.get('scenario')}` - **{verdict}**",
         "",
@@ -55,8 +55,8 @@ def render(summary: dict[str, Any], sections: Sequence[ReportSection] = ()) -> s
         "|---|---|---|---|---|",
     ]
     for s in summary.get("slos") or []:
-        lines.append(f"| {s['name']} | `{s['metric']}` | {s['op']} {number(s['threshold'])} | {number(s['value'])} | "
-                     f"{'pass' if s['passed'] else '**FAIL**'} |")
+        lines.append(f"| {s['name']} | `{s['metric']}` | {s['op']} {number(s['threshold'])} | {slo_value_text(s, m)} | "
+                     f"{'pass' if s['passed'] else '**FAIL**'}{' - ' + s['note'] if s.get('note') else ''} |")
     ps = m.get("pod_startup_latency_ms") or {}
     sl = m.get("pod_scheduling_latency_ms") or {}
     th = m.get("scheduling_throughput_pods_per_s") or {}
@@ -65,19 +65,25 @@ def render(summary: dict[str, Any], sections: Sequence[ReportSection] = ()) -> s
         "",
         "## Measurements",
         "",
-        "| figure | p50 | p90 | p99 | source |",
+        f"Every quantile says its precision. **exact**: {LEGEND['exact']}. **bucketed**: {LEGEND['bucketed']}.",
+        "",
+        "| figure | p50 | p90 | p99 | precision (source) |",
         "|---|---|---|---|---|",
-        f"| pod startup latency (ms) | {number(ps.get('p50'))} | {number(ps.get('p90'))} | {number(ps.get('p99'))} | timeline |",
-        f"| pod scheduling latency (ms) | {number(sl.get('p50'))} | {number(sl.get('p90'))} | {number(sl.get('p99'))} | timeline |",
+        f"| pod startup latency (ms) | {number(ps.get('p50'))} | {number(ps.get('p90'))} | {number(ps.get('p99'))} | exact (timeline) |",
+        f"| pod scheduling latency (ms) | {number(sl.get('p50'))} | {number(sl.get('p90'))} | {number(sl.get('p99'))} | exact (timeline) |",
     ]
     for key, label in (("job_completion_time_s", "job completion time (s)"), ("gpu_queue_wait_s", "GPU queue wait (s)")):
         v = m.get(key) or {}
-        lines.append(f"| {label} | {number(v.get('p50'))} | {number(v.get('p90'))} | {number(v.get('p99'))} | timeline |")
+        lines.append(f"| {label} | {number(v.get('p50'))} | {number(v.get('p90'))} | {number(v.get('p99'))} | exact (timeline) |")
+    sched = (m.get("scheduler") or {}).get("attempt_duration_ms")
+    if sched:
+        lines.append(f"| scheduling attempt duration (ms) | {quantile_text(sched, 'p50', 2, path='scheduler')} | n/a | "
+                     f"{quantile_text(sched, 'p99', 2, path='scheduler')} | bucketed (Prometheus) |")
     lines += [
         "",
         f"- scheduling throughput (pods/s): avg {number(th.get('avg'), 2)}, p50 {number(th.get('p50'))}, max {number(th.get('max'))} "
         f"({number(th.get('pods'))} pods in {number(th.get('window_s'))} s)",
-        f"- jobs: submitted {number(jobs.get('submitted'))}, completed {number(jobs.get('completed'))}, "
+        f"- workload objects (Jobs, bare Pods): submitted {number(jobs.get('submitted'))}, completed {number(jobs.get('completed'))}, "
         f"failed {number(jobs.get('failed'))}, unfinished {number(jobs.get('unfinished'))}",
         f"- pending pods max {number((m.get('pending_pods') or {}).get('max'))}, GPU allocation max "
         f"{number((m.get('gpu_allocation_pct') or {}).get('max'))} %",
@@ -90,9 +96,12 @@ def render(summary: dict[str, Any], sections: Sequence[ReportSection] = ()) -> s
         lines += section.markdown(summary)
     api = m.get("api_latency_ms") or {}
     if api:
-        lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "", "| verb | requests | p50 ms | p99 ms |",
-                  "|---|---|---|---|"]
-        for verb, v in sorted(api.items()):
-            lines.append(f"| {verb} | {number(v.get('count'), 0)} | {number(v.get('p50'), 2)} | {number(v.get('p99'), 2)} |")
+        lines += ["", "## API latency (apiserver_request_sli_duration_seconds)", "",
+                  "Bucketed: each value is interpolated inside the histogram bucket shown beside it; the true value "
+                  "lies anywhere in that bucket.", "",
+                  "| verb | requests | p50 ms (bucketed) | p99 ms (bucketed) |", "|---|---|---|---|"]
+        for name, v, path in api_rows(m):
+            lines.append(f"| {name} | {number(v.get('count'), 0)} | {quantile_text(v, 'p50', 2, path=path)} | "
+                         f"{quantile_text(v, 'p99', 2, path=path)} |")
     lines += ["", "Sources of every figure: `summary.json` -> `sources`; plots: `report.html`.", ""]
     return "\n".join(lines)

@@ -3,7 +3,9 @@
 A figure regresses when it moves in its bad direction by more than ``max_regression_pct`` percent of
 the baseline (latencies and failures up, throughput and completions down).  A baseline of 0 that
 becomes non-zero in the bad direction is an unbounded regression.  An SLO that passed in the baseline
-and fails in the new run is a regression whatever the percentages say.
+and fails in the new run is a regression whatever the percentages say.  A bucketed quantile (read from a
+Prometheus histogram, :mod:`hollowscale.report.precision`) is shown with the bucket it was interpolated in,
+so a change inside one bucket reads as what it is.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hollowscale.report.numbers import number, percent
+from hollowscale.report.precision import bucket_text, of_metric
 from hollowscale.report.verdicts import lookup
 
 LOWER = "lower"
@@ -51,6 +54,23 @@ class Row:
     change_pct: float | None  # signed change, + = worse
     regressed: bool
     note: str = ""
+    base_bucket: tuple[float, float | None] | None = None
+    new_bucket: tuple[float, float | None] | None = None
+
+
+def bucket_at(measurements: dict[str, Any], metric: str) -> tuple[float, float | None] | None:
+    """The bucket a bucketed quantile at ``metric`` was interpolated in (None: exact, not one, not recorded)."""
+    found = of_metric(measurements, metric)
+    return None if found is None else found[1]
+
+
+def with_bucket(v: float | None, bucket: tuple[float, float | None] | None) -> str:
+    """A compared figure, with its bucket when it is a bucketed quantile: ``49.55 [25–50]``."""
+    return number(v, 3, trim=True) + (f" [{bucket_text(bucket)}]" if bucket is not None and v is not None else "")
+
+
+def _in(bucket: tuple[float, float | None] | None) -> str:
+    return "" if bucket is None else f" (bucket {bucket_text(bucket)})"
 
 
 def change(base: float | None, new: float | None, better: str) -> tuple[float | None, str]:
@@ -77,9 +97,12 @@ def compare(base: dict[str, Any], new: dict[str, Any], max_regression_pct: float
         b, n = lookup(mb, metric), lookup(mn, metric)
         pct, note = change(b, n, better)
         regressed = pct is not None and pct > max_regression_pct
-        rows.append(Row(metric, better, b, n, pct, regressed, note))
+        bb, nb = bucket_at(mb, metric), bucket_at(mn, metric)
+        if bb is not None and bb == nb and not note:
+            note = f"both in bucket {bucket_text(bb)}"
+        rows.append(Row(metric, better, b, n, pct, regressed, note, bb, nb))
         if regressed:
-            problems.append(f"{metric}: {b} -> {n} ({'+inf' if pct == float('inf') else f'{pct:+.1f}'}% worse, "
+            problems.append(f"{metric}: {b}{_in(bb)} -> {n}{_in(nb)} ({'+inf' if pct == float('inf') else f'{pct:+.1f}'}% worse, "
                             f"limit {max_regression_pct:g}%)")
     base_slos = {s["name"]: s for s in base.get("slos") or []}
     for s in new.get("slos") or []:
@@ -99,7 +122,7 @@ def render_table(rows: list[Row], base_name: str, new_name: str) -> Any:
         t.add_column(col, justify="right" if col in ("base", "new", "change") else "left")
     for r in rows:
         verdict = "[red]REGRESSION[/red]" if r.regressed else ("[dim]" + r.note + "[/dim]" if r.note else "ok")
-        t.add_row(r.metric, r.better, number(r.base, 3, trim=True), number(r.new, 3, trim=True), percent(r.change_pct),
-                  verdict)
+        t.add_row(r.metric, r.better, with_bucket(r.base, r.base_bucket), with_bucket(r.new, r.new_bucket),
+                  percent(r.change_pct), verdict)
     return t
 

@@ -18,7 +18,8 @@ from rich.console import Console
               help="Locust processes (locust --processes N) submitting the load.")
 @click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
 def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool) -> None:
-    """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete.
+    """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete, 3 when
+    every SLO is met but jobs were left unfinished or deadlocked (unless measurements.allow_unfinished).
 
     A scenario with `variants:` runs each variant on a fresh cluster (same arrival seed) and writes a
     comparison report beside the variants' own (exit code: the worst of them). A scenario whose
@@ -29,6 +30,7 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
         from hollowscale.replay.cli import replay_cmd
 
         click.get_current_context().invoke(replay_cmd, scenario=scenario, out=Path(out), variants=(), seeds=())
+    from hollowscale.report.verdicts import verdict_line
     from hollowscale.run.orchestrator import Runner
     from hollowscale.scenario import ScenarioError, load_scenario
 
@@ -55,8 +57,7 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
     code = runner.run()
     s = runner.summary
     console.print((runner.run_dir / "summary.md").read_text(), markup=False, highlight=False)
-    verdict = "PASSED" if s.get("passed") else ("INCOMPLETE" if not s.get("complete") else "FAILED")
-    click.echo(f"report: {runner.run_dir} ({verdict}; exit {code})")
+    click.echo(f"report: {runner.run_dir} ({verdict_line(s)}; exit {code})")
     sys.exit(code)
 
 

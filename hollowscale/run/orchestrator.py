@@ -40,7 +40,7 @@ from hollowscale.measure.timeline import TimelineCollector
 from hollowscale.placements import LoadDriver, MetricsServer, Placement, PlacementSettings, placement_for
 from hollowscale.placements.children import Children
 from hollowscale.placements.nodes import ReadyBarrier, check_ownership
-from hollowscale.report import finalize, update_latest, write_report
+from hollowscale.report import EXIT_CODES, finalize, state_of, update_latest, write_report
 from hollowscale.run.faults import Faults
 from hollowscale.run.features import features_for, hooks_for
 from hollowscale.run.loadwatch import CreateFailureWatch
@@ -54,7 +54,7 @@ from hollowscale.timestamps import iso
 from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
 from kubecore.watch import session_for
 
-EXIT_PASSED, EXIT_SLO_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_PASSED, EXIT_SLO_FAILED, EXIT_INCOMPLETE, EXIT_UNFINISHED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130  # EXIT_CODES
 
 
 class Interrupted(Exception):
@@ -358,7 +358,7 @@ class Runner:
                 signal.signal(signal.SIGINT, old_int)
                 signal.signal(signal.SIGTERM, old_term)
         if self.summary.get("complete") and code != EXIT_INTERRUPTED:
-            code = EXIT_PASSED if self.summary["passed"] else EXIT_SLO_FAILED
+            code = EXIT_CODES[state_of(self.summary)]
         return code
 
     def _finish(self) -> None:
@@ -372,7 +372,7 @@ class Runner:
             if self.locust is not None:
                 self.locust.stop()
             summary, series, prom_series = self._gather()
-            finalize(summary, self.sc.slos)
+            finalize(summary, self.sc.slos, self.sc.measurements.allow_unfinished)
         except Exception as exc:
             self.errors.append(f"gather failed: {exc.__class__.__name__}: {exc}")
             summary = None

@@ -4,7 +4,7 @@ fresh cluster with the same arrival seed, and one comparison report.
 ``hollowscale run`` on a scenario with ``variants:`` writes ``OUT/<stamp>-<scenario>/``: one run folder
 per variant (``<variant>/summary.json`` ...) and ``comparison.{json,md,html}`` beside them; ``OUT/latest``
 points at the parent.  The exit code is the worst of the variants' (interrupted > incomplete > SLO
-failed > passed); an interruption stops the variants that have not started.
+failed > jobs left unfinished > passed); an interruption stops the variants that have not started.
 """
 
 from __future__ import annotations
@@ -16,10 +16,17 @@ from typing import Any
 
 from hollowscale.batch.comparison import write_comparison
 from hollowscale.report import update_latest
-from hollowscale.run.orchestrator import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, EXIT_SLO_FAILED, Runner
+from hollowscale.run.orchestrator import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_PASSED,
+    EXIT_SLO_FAILED,
+    EXIT_UNFINISHED,
+    Runner,
+)
 from hollowscale.scenario import Scenario
 
-_SEVERITY = {EXIT_PASSED: 0, EXIT_SLO_FAILED: 1, EXIT_INCOMPLETE: 2, EXIT_INTERRUPTED: 3}
+_SEVERITY = {EXIT_PASSED: 0, EXIT_UNFINISHED: 1, EXIT_SLO_FAILED: 2, EXIT_INCOMPLETE: 3, EXIT_INTERRUPTED: 4}
 
 
 @dataclass
@@ -46,5 +53,5 @@ def run_variants(sc: Scenario, out_root: Path, keep_cluster: bool = False, quiet
             break
     write_comparison(parent, sc.name, [(r.name, r.run_dir) for r in results])
     update_latest(Path(out_root), parent)
-    worst = max((r.code for r in results), key=lambda c: _SEVERITY.get(c, 2), default=EXIT_INCOMPLETE)
+    worst = max((r.code for r in results), key=lambda c: _SEVERITY.get(c, 3), default=EXIT_INCOMPLETE)
     return worst, parent, results

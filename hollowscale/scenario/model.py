@@ -37,7 +37,18 @@ from hollowscale.scenario.dra import apply_gpu_mode, claim_problems, variant_cla
 from hollowscale.scenario.realgpus import RealNodeGpus, distill_gpu_problems, real_node_gpu_problems
 from hollowscale.scenario.sweep import SweepSpec, sweep_problems
 from kubecore.quantity import parse_quantity
-from kubecore.schema import DnsLabel, DnsSubdomain, Seconds, Spec, field_errors, number, one_of, raise_problems
+from kubecore.schema import (
+    DnsLabel,
+    DnsSubdomain,
+    Seconds,
+    Spec,
+    field_errors,
+    leaf,
+    number,
+    one_of,
+    raise_problems,
+    show,
+)
 from loadgen.spec import ArrivalSpec, LoadSpec, Namespace, TenantLoad, Workloads, WorkloadSpec
 
 BACKENDS = ("local", "kind", "existing")
@@ -66,6 +77,9 @@ SLO_METRICS: dict[str, tuple[str, ...]] = {
     "distill": ("jobs", "failed_jobs", "lost_samples", "accuracy_gap_pts"),  # the real distillation jobs
     "fault_recovery_s": ("max", "p50", "unrecovered"),
     "integrity": ("jobs_lost", "pods_lost", "bindings_lost", "double_counted"),
+    # DRA claims and devices (hollowscale/dra/figures.py)
+    "dra": ("claims_left_allocated", "claims_never_allocated", "gpus_allocated_avg", "gpus_allocated_max",
+            "pods_per_gpu_max", "fragmented_gpus_max", "claim_to_running_ms_p99"),
 }
 _API_GROUPS = ("mutating", "read_object", "read_list")
 
@@ -191,6 +205,14 @@ def _at_least(value: float, lo: float) -> float:
     return value
 
 
+def _reason(value: Any) -> str:
+    """A reason written out: text with at least one word (``true`` is not a reason)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected the reason this scenario may end with jobs unfinished or deadlocked (text; "
+                         f"the verdict names it), got {show(value)}")
+    return value.strip()
+
+
 PositiveSeconds = Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.001))]
 
 
@@ -276,6 +298,9 @@ class MeasurementSpec(Spec):
         sample_interval_s: bucket width of the time series in the report.
         abort_after_failed_creates: stop the run as incomplete when this many creates in a row were
             all refused (a load that fails wholesale measures nothing about the scheduler).
+        allow_unfinished: the opt-out, written as its reason: a run that leaves jobs unfinished or
+            deadlocked then still passes (exit 0), and its verdict names this reason; without it such a
+            run fails with exit 3 (:mod:`hollowscale.report.verdicts`).
     """
 
     prometheus: StrictBool = True
@@ -284,6 +309,7 @@ class MeasurementSpec(Spec):
     settle_timeout_s: Seconds = 120.0
     sample_interval_s: Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.1))] = 1.0
     abort_after_failed_creates: number(1, 1_000_000, integer=True) = 20  # type: ignore[valid-type]
+    allow_unfinished: Annotated[str, leaf(_reason)] | None = None
 
 
 class SloSpec(Spec):

@@ -14,6 +14,9 @@ import yaml
 from clirun import run_cli
 from waiting import alive
 
+from hollowscale.report.verdicts import EXIT_CODES
+from hollowscale.run.variants import _SEVERITY
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]  # a long scenario: make test-e2e
 
@@ -66,7 +69,19 @@ def test_default_vs_gang_queues(tmp_path: Path) -> None:
     assert default["measurements"]["batch"]["instances"]["queued"] == 0  # no Kueue: not suspended, not queued
 
     assert "gang-queues/report.html" in (parent / "comparison.html").read_text()
-    assert r.returncode == (0 if all(v["passed"] for v in comparison["variants"]) else 1)
+    # each variant's own report shows its batch figures and its verdict line (a stuck run says so)
+    for v in comparison["variants"]:
+        s = json.loads((parent / v["name"] / "summary.json").read_text())
+        assert v["verdict"] == s["verdict"]["line"] and s["verdict"]["state"] == v["state"]
+        md = (parent / v["name"] / "summary.md").read_text()
+        assert md.splitlines()[0].endswith(f"**{s['verdict']['line']}**"), md.splitlines()[0]
+        assert "## Batch scheduling" in md and "| jobs submitted / completed / failed / unfinished |" in md
+        assert "### Queue wait (s, exact: timeline)" in md
+        assert "<h2 id='batch'>Batch scheduling</h2>" in (parent / v["name"] / "report.html").read_text()
+        left = s["unfinished"]
+        assert (s["verdict"]["state"] == "unfinished") == (left["stuck"] and s["slos_passed"] and s["complete"])
+    codes = [EXIT_CODES[v["state"]] for v in comparison["variants"]]
+    assert r.returncode == max(codes, key=lambda c: _SEVERITY[c]), (codes, r.stdout[-2000:])
     for v in ("default", "gang-queues"):
         pids = json.loads((parent / v / "pids.json").read_text())
         assert not [c for c in pids["children"] if alive(c["pid"])]

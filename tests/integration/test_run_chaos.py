@@ -13,6 +13,8 @@ import yaml
 from clirun import run_cli
 from waiting import alive
 
+from hollowscale.report.verdicts import EXIT_CODES
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]  # a long scenario: make test-e2e
 
@@ -67,7 +69,7 @@ def test_chaos_short_recovers_and_loses_nothing(tmp_path: Path) -> None:
     html = (run_dir / "report.html").read_text()
     assert "Faults and recovery" in html and "plot-control-plane" in html and "Integrity" in html
     assert "## Faults and recovery" in (run_dir / "summary.md").read_text()
-    assert r.returncode == (0 if summary["passed"] else 1)
+    assert r.returncode == EXIT_CODES[summary["verdict"]["state"]], summary["verdict"]
 
     # nothing left running: the run's children, the cluster's components (restarted ones included)
     pids = json.loads((run_dir / "pids.json").read_text())

@@ -19,6 +19,7 @@ from clirun import interrupt, run_cli
 from waiting import alive
 
 from hollowscale.cluster.local import LocalCluster
+from hollowscale.report.verdicts import EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -70,7 +71,14 @@ def test_smoke_end_to_end(tmp_path: Path) -> None:
     assert all(v["cpu_cores_avg"] > 0 for v in m["components"]["by_job"].values() if v["cpu_cores_avg"] is not None)
     assert m["harness_processes"]["agent-0"]["cpu_cores_avg"] > 0 and m["harness_processes"]["locust"]["cpu_cores_avg"] > 0
     # verdict and exit code agree
-    assert r.returncode == (0 if summary["passed"] else 1), r.stdout[-2000:]
+    assert r.returncode == EXIT_CODES[summary["verdict"]["state"]], (summary["verdict"], r.stdout[-2000:])
+    # every quantile says its precision: API latency bucketed, with the bucket read from the histogram
+    post = m["api_latency_ms"]["POST"]
+    assert post["source"] == "bucketed" and post["p99_bucket"][0] <= post["p99"] <= (post["p99_bucket"][1] or 1e12)
+    assert m["pod_startup_latency_ms"]["source"] == "exact"
+    md = (run_dir / "summary.md").read_text()
+    assert "| POST | " in md and " (bucket " in md.split("| POST | ", 1)[1].splitlines()[0], md
+    assert "| pod startup latency (ms) |" in md and "exact (timeline) |" in md
     for f in ("summary.md", "report.html", "junit.xml", "timeline_pods.csv", "locust/locust_stats.csv", "locust/locust.html"):
         assert (run_dir / f).stat().st_size > 0, f
     check = check_page(run_dir / "report.html", run_dir / "report.png")

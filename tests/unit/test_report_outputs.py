@@ -124,7 +124,8 @@ def test_report_files_pass_and_fail(tmp_path: Path) -> None:
     md = paths["summary.md"].read_text()
     assert "**FAIL**" in md and "| startup |" in md and "FAILED" in md
     suite = ET.parse(paths["junit.xml"]).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "3" and suite.get("failures") == "1"
+    # run_complete, jobs_finished (every job finished here) and one case per SLO
+    assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "1"
     failing = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failing == ["failed_jobs"]
     summary2, _ = _summary(tl, [ok_slo])

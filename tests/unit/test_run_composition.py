@@ -37,14 +37,16 @@ def test_features_are_wired_into_the_hooks_they_implement() -> None:
     hooks = hooks_for([batch])
     assert isinstance(batch, BatchObjectsFeature)
     assert hooks.prepare == (batch,) and hooks.all == (batch,)
-    assert hooks.load_started == hooks.faults == hooks.settle == hooks.summary == hooks.report == ()
+    assert hooks.load_started == hooks.faults == hooks.settle == hooks.summary == ()
+    assert hooks.report == (batch,)  # the batch figures' section (empty for a run without them)
 
     distill = load_scenario(ROOT / "scenarios" / "distill-e2e.yaml")
     jobs, batch = features_for(distill, "r", print, [], lambda _s: None, lambda _p: None)
     hooks = hooks_for([jobs, batch])
     assert isinstance(jobs, DistillJobsFeature)
     assert hooks.prepare == (jobs, batch)  # the order the run prepares and tears them down in
-    assert hooks.load_started == hooks.faults == hooks.settle == hooks.summary == hooks.report == (jobs,)
+    assert hooks.load_started == hooks.faults == hooks.settle == hooks.summary == (jobs,)
+    assert hooks.report == (jobs, batch)
     assert set(jobs.fault_handlers()) == {"teacher-kill", "teacher-scale"}
     assert jobs.settled() and jobs.teardown() == []  # nothing prepared: nothing to wait for or delete
 
