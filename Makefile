@@ -11,7 +11,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -87,11 +87,13 @@ bench-plan: setup ## the small plan over both profiles and with the controller-m
 	$(PY) tests/bench/bench_plan.py run limits reports/plan/bench-limits
 	$(PY) tests/bench/bench_plan.py write reports/plan/bench-profiles reports/plan/bench-limits
 
+bench-dra: setup ## scheduler pods/s for counted GPUs vs DRA claims vs a CEL selector vs memory shares at 500 and 5,000 nodes (scheduler_perf's 5000pods shape, upstream beside it), registration of 10,000 nodes with and without slices; 3 repeats per control plane (hours) -> reports/bench/dra.json
+	$(PY) tests/bench/bench_dra.py
 
 bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, one agent's saturation under a CPU limit, control-plane cost per node, agent pods for 5,000/15,000 nodes (~20 min, root) -> reports/bench/scaling.json
 	$(PY) tests/bench/bench_scaling.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml

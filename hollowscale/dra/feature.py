@@ -127,6 +127,14 @@ class DraFeature:
         m = dm["measurements"]
         m["release_wait_s"] = self.release_wait_s
         m["integrity"] = self._integrity(claims)
+        # the leaves an SLO may name (SLO_METRICS["dra"])
+        m["claims_left_allocated"] = m["integrity"].get("left_allocated_after_pods_ended")
+        m["claims_never_allocated"] = m["claims"]["never_allocated"]
+        m["gpus_allocated_avg"] = m["gpus_allocated"]["avg"]
+        m["gpus_allocated_max"] = m["gpus_allocated"]["max"]
+        m["pods_per_gpu_max"] = m["pods_per_gpu"]["max"]
+        m["fragmented_gpus_max"] = m["fragmented_gpus"]["max"]
+        m["claim_to_running_ms_p99"] = m["latency_ms"]["created_to_running"]["p99"]
         m["unschedulable_reasons"] = self._reasons()
         m["mode"] = self._mode()
         measurements = summary.setdefault("measurements", {})

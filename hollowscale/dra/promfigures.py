@@ -3,9 +3,12 @@
 * scheduling throughput: ``scheduler_schedule_attempts_total{result="scheduled"}`` over the window;
 * the DynamicResources plugin's time per extension point: ``scheduler_plugin_execution_duration_seconds``
   ``{plugin="DynamicResources"}``.  **Estimated**: the scheduler records plugin durations in only 10% of
-  its cycles (``pluginMetricsSamplePercent = 10``, ``pkg/scheduler/schedule_one.go``), so the sums are
-  multiplied by 10; and Filter runs per candidate node in 16 parallel goroutines, so its sum is CPU time,
-  not wall time;
+  its cycles, drawn at random (``pluginMetricsSamplePercent = 10``, ``pkg/scheduler/schedule_one.go``), so
+  the sums are scaled by cycles / sampled cycles (all attempts of ``scheduler_schedule_attempts_total``
+  over the sampled calls of the plugin's PreFilter, which runs once per cycle; 10 when nothing was
+  sampled); and Filter runs per candidate node in 16 parallel goroutines, so its sum is CPU time, not wall
+  time.  The share among all plugins (DynamicResources' sampled time over every plugin's, Filter apart) needs
+  no scaling: every plugin of a cycle is sampled together;
 * its share of scheduling time: the estimated non-Filter time (PreEnqueue, PreFilter, PostFilter, Score,
   Reserve, Unreserve, PreBind, ...) over ``scheduler_scheduling_attempt_duration_seconds`` (wall time of
   the attempts), and Filter's estimated CPU time beside ``scheduler_scheduling_algorithm_duration_seconds``
@@ -33,10 +36,13 @@ def _round(v: float | None, nd: int = 4) -> float | None:
     return None if v is None else round(v, nd)
 
 
+def _share(part: float, whole: float | None) -> float | None:
+    return round(100 * part / whole, 2) if whole else None
+
+
 def dra_prom_figures(pq: PromQueries, start: float, end: float) -> dict[str, Any]:
     """``measurements.dra_scheduler`` over [start, end] (epoch seconds)."""
     w = f"{max(1, math.ceil(end - start))}s"
-    scale = 100 / PLUGIN_SAMPLE_PERCENT
     q: dict[str, str] = {
         "scheduled": f'sum(increase(scheduler_schedule_attempts_total{{result="scheduled"}}[{w}]))',
         "unschedulable_attempts": f'sum(increase(scheduler_schedule_attempts_total{{result="unschedulable"}}[{w}]))',
@@ -46,6 +52,9 @@ def dra_prom_figures(pq: PromQueries, start: float, end: float) -> dict[str, Any
                                   f'{{plugin="{PLUGIN}"}}[{w}]))',
         "plugin_calls_sampled": f'sum by (extension_point) (increase(scheduler_plugin_execution_duration_seconds_count'
                                 f'{{plugin="{PLUGIN}"}}[{w}]))',
+        "attempts": f"sum(increase(scheduler_schedule_attempts_total[{w}]))",
+        "all_plugins_sampled": f'sum by (filter) (label_replace(increase(scheduler_plugin_execution_duration_seconds_sum'
+                               f'[{w}]), "filter", "$1", "extension_point", "(Filter)"))',
         "unschedulable_pods_max": f'max_over_time(sum(scheduler_unschedulable_pods{{plugin="{PLUGIN}"}})[{w}:])',
         "controller_claim_creates": f"sum(increase(resourceclaim_controller_creates_total[{w}]))",
         "scheduler_claim_creates": f"sum(increase(scheduler_resourceclaim_creates_total[{w}]))",
@@ -54,14 +63,19 @@ def dra_prom_figures(pq: PromQueries, start: float, end: float) -> dict[str, Any
     scheduled = pq.scalar(q["scheduled"], end, "pods scheduled in the window")
     attempt_s = pq.scalar(q["attempt_seconds"], end, "scheduling attempts' wall time")
     algorithm_s = pq.scalar(q["algorithm_seconds"], end, "scheduling algorithm wall time (Filter + Score)")
-    by_point: dict[str, dict[str, float | None]] = {}
-    for s in pq.instant(q["plugin_seconds_sampled"], end, "DynamicResources time by extension point (sampled)"):
-        v = as_number(s["value"][1])
-        by_point.setdefault(s["metric"].get("extension_point", "?"), {})["seconds_estimated"] = \
-            _round(v * scale if v is not None else None)
-    for s in pq.instant(q["plugin_calls_sampled"], end, "DynamicResources calls by extension point (sampled)"):
-        v = as_number(s["value"][1])
-        by_point.setdefault(s["metric"].get("extension_point", "?"), {})["calls_sampled"] = _round(v, 1)
+    attempts = pq.scalar(q["attempts"], end, "scheduling attempts (cycles), every result")
+    sampled: dict[str, dict[str, float | None]] = {}
+    for key, purpose in (("plugin_seconds_sampled", "seconds"), ("plugin_calls_sampled", "calls")):
+        for s in pq.instant(q[key], end, f"DynamicResources {purpose} by extension point (sampled)"):
+            sampled.setdefault(s["metric"].get("extension_point", "?"), {})[purpose] = as_number(s["value"][1])
+    cycles_sampled = (sampled.get("PreFilter") or {}).get("calls")
+    scale = attempts / cycles_sampled if attempts and cycles_sampled else 100 / PLUGIN_SAMPLE_PERCENT
+    by_point = {k: {"seconds_sampled": _round(v.get("seconds")), "calls_sampled": _round(v.get("calls"), 1),
+                    "seconds_estimated": _round((v.get("seconds") or 0.0) * scale)} for k, v in sorted(sampled.items())}
+    totals = {s["metric"].get("filter") or "other": as_number(s["value"][1])
+              for s in pq.instant(q["all_plugins_sampled"], end, "every plugin's sampled time, Filter apart")}
+    dra_filter = (sampled.get("Filter") or {}).get("seconds") or 0.0
+    dra_other = sum(v.get("seconds") or 0.0 for k, v in sampled.items() if k != "Filter")
     filter_s = (by_point.get("Filter") or {}).get("seconds_estimated")
     other_s = sum(v.get("seconds_estimated") or 0.0 for k, v in by_point.items() if k != "Filter")
     window = max(end - start, 1e-9)
@@ -74,7 +88,12 @@ def dra_prom_figures(pq: PromQueries, start: float, end: float) -> dict[str, Any
         "unschedulable_attempts": _round(pq.scalar(q["unschedulable_attempts"], end, "unschedulable attempts"), 1),
         "attempt_seconds": _round(attempt_s),
         "algorithm_seconds": _round(algorithm_s),
-        "plugin_by_extension_point": dict(sorted(by_point.items())),
+        "cycles": _round(attempts, 1),
+        "cycles_sampled": _round(cycles_sampled, 1),
+        "sampling_scale": _round(scale, 3),
+        "plugin_by_extension_point": by_point,
+        "share_of_all_plugins_pct": _share(dra_other, totals.get("other")),
+        "filter_share_of_all_plugins_filter_pct": _share(dra_filter, totals.get("Filter")),
         "plugin_seconds_estimated_without_filter": _round(other_s),
         "plugin_share_of_attempt_time_pct": _round(100 * other_s / attempt_s, 2) if attempt_s else None,
         "filter_cpu_seconds_estimated": filter_s,
@@ -88,7 +107,8 @@ def dra_prom_figures(pq: PromQueries, start: float, end: float) -> dict[str, Any
         "scheduler_claim_creates": _round(pq.scalar(q["scheduler_claim_creates"], end,
                                                     "claims for extended resources"), 1),
         "controller_claims_at_end": claims_at_end,
-        "estimated": f"plugin figures x{scale:g} (sampled in {PLUGIN_SAMPLE_PERCENT}% of cycles); Filter is CPU time "
-                     "over parallel goroutines, not wall time",
+        "estimated": f"plugin seconds x{scale:.3g} (cycles / sampled cycles; the scheduler samples "
+                     f"{PLUGIN_SAMPLE_PERCENT}% of cycles at random); Filter is CPU time over parallel goroutines, not "
+                     "wall time; shares among plugins are of sampled time (no scaling)",
         "queries": q,
     }

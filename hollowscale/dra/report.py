@@ -64,10 +64,15 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         out += [
             ("scheduler: pods scheduled / throughput (pods/s)", f"{_f(s.get('pods_scheduled'), 0)} / "
                                                                f"{_f(s.get('throughput_pods_per_s'))}"),
-            ("DynamicResources share of scheduling-attempt time, without Filter (% , estimated x10)",
-             _f(s.get("plugin_share_of_attempt_time_pct"))),
-            ("DynamicResources Filter CPU / algorithm wall time (%, estimated x10; parallel)",
+            ("DynamicResources share of all plugins' time, Filter apart / of Filter (%, sampled cycles)",
+             f"{_f(s.get('share_of_all_plugins_pct'))} / {_f(s.get('filter_share_of_all_plugins_filter_pct'))}"),
+            (f"DynamicResources time / scheduling-attempt wall time, Filter apart (%, estimated x"
+             f"{_f(s.get('sampling_scale'))})", _f(s.get("plugin_share_of_attempt_time_pct"))),
+            ("DynamicResources Filter CPU / algorithm wall time (%, estimated; Filter runs in parallel)",
              _f(s.get("filter_cpu_per_algorithm_wall_pct"))),
+            ("DynamicResources PreBind ms per scheduled pod (estimated; the claim's status write)",
+             _f(1000 * ((s.get("plugin_by_extension_point") or {}).get("PreBind") or {}).get("seconds_estimated", 0)
+                / s["pods_scheduled"] if s.get("pods_scheduled") else None, 1)),
             ("DynamicResources ms per scheduled pod (estimated)", _f(s.get("plugin_ms_per_scheduled_pod_estimated"), 3)),
             ("pods unschedulable for DynamicResources, max", _f(s.get("unschedulable_pods_max"), 0)),
         ]
