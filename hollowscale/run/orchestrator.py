@@ -37,6 +37,7 @@ import requests
 from hollowscale.backends import BackendSettings, ClusterAccess, ClusterFacts, backend_for
 from hollowscale.measure.leaders import LeaderWatch
 from hollowscale.measure.timeline import TimelineCollector
+from hollowscale.paths import fresh_dir
 from hollowscale.placements import LoadDriver, MetricsServer, Placement, PlacementSettings, placement_for
 from hollowscale.placements.children import Children
 from hollowscale.placements.nodes import ReadyBarrier, check_ownership
@@ -77,8 +78,9 @@ class Runner:
                  point_latest: bool = True):
         self.sc = scenario
         self.out_root = Path(out_root)
-        self.run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario.name}"
-        self.run_dir = run_dir or self.out_root / self.run_id
+        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario.name}"  # a new folder even beside a run of this second
+        self.run_dir = run_dir or (self.out_root / run_id if run_id else fresh_dir(self.out_root, stamp))
+        self.run_id = run_id or self.run_dir.name
         self.point_latest = point_latest
         self.locust_processes = locust_processes
         self.progress = Progress(self.run_id, quiet=quiet)

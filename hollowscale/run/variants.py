@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hollowscale.batch.comparison import write_comparison
+from hollowscale.paths import fresh_dir
 from hollowscale.report import update_latest
 from hollowscale.run.orchestrator import (
     EXIT_INCOMPLETE,
@@ -40,8 +41,7 @@ class VariantResult:
 def run_variants(sc: Scenario, out_root: Path, keep_cluster: bool = False, quiet: bool = False,
                  locust_processes: int = 1) -> tuple[int, Path, list[VariantResult]]:
     """Run every variant of ``sc`` in order; returns (exit code, parent folder, results)."""
-    parent = Path(out_root) / f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = fresh_dir(Path(out_root), f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}")
     results: list[VariantResult] = []
     for v in sc.variants:
         run_id = f"{parent.name}-{v.name}"[-63:].lstrip("-.")

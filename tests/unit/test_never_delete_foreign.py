@@ -406,3 +406,26 @@ def test_cluster_commands_on_someone_elses_state_say_so_in_one_line(tmp_path: Pa
     assert ("Traceback" not in result.output and result.exception is None) or isinstance(result.exception, SystemExit)
     assert len(result.output.strip().splitlines()) == 1, result.output
     assert (tmp_path / "state.json").read_text() == '{"someone": "else"}'
+
+
+# ------------------------------------------------------------------------------------------ run folders
+def test_two_runs_started_in_the_same_second_get_folders_of_their_own(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's report folder is one it made: a folder of that name already there (another run's, or
+    someone's) is left as it is and the run takes the next free name."""
+    import time
+
+    from hollowscale.paths import REPO_ROOT, fresh_dir
+    from hollowscale.run.orchestrator import Runner
+    from hollowscale.scenario import load_scenario
+
+    monkeypatch.setattr(time, "strftime", lambda _fmt: "20261205-120000")
+    theirs = tmp_path / "20261205-120000-smoke"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    sc = load_scenario(REPO_ROOT / "scenarios" / "smoke.yaml")
+    first, second = Runner(sc, tmp_path, quiet=True), Runner(sc, tmp_path, quiet=True)
+    assert first.run_dir == tmp_path / "20261205-120000-smoke-2" and first.run_id == first.run_dir.name
+    assert second.run_dir == tmp_path / "20261205-120000-smoke-3"
+    assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
+    assert fresh_dir(tmp_path / "new", "x") == tmp_path / "new" / "x"
