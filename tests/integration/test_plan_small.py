@@ -88,5 +88,7 @@ def test_plan_interrupted_then_resumed_writes_the_capacity_report(tmp_path: Path
         assert p["pods_per_s"] > 0 and Path(p["run_dir"], "summary.json").exists()
     assert cap["answers"] and "instances/s" in cap["answers"][0]
     check = check_page(out / "capacity.html", tmp_path / "capacity.png")
-    assert check.errors == [] and check.plots == 5, check.errors
+    # startup and knees vs rate/nodes, the limits' pressure vs rate (what bound at each knee), projections
+    assert check.errors == [] and check.plots == 6, check.errors
+    assert "id='plot-limits'" in (out / "capacity.html").read_text()
     print(f"resumed plan: {time.monotonic() - t0:.0f}s")
