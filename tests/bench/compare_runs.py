@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
            "before_rev": args.before_rev, "after_rev": args.after_rev,
            "pairs": [compare(label, Path(b), Path(a)) for label, b, a in args.pair],
            "loads": dict(args.load), "notes": args.note,
-           "command": "python tests/bench/compare_runs.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+           "command": shlex.join(["python", "tests/bench/compare_runs.py", *(sys.argv[1:] if argv is None else argv)])}
     out = ROOT / "reports" / "bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
