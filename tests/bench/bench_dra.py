@@ -288,8 +288,20 @@ def clean_pods(info: ClusterInfo, claims: bool, timeout_s: float) -> float:
     endpoint = load_endpoint(info.kubeconfig)
     s = session_for(endpoint, 2)
     t0 = time.monotonic()
-    s.delete(f"{endpoint.server}/api/v1/namespaces/{NS}/pods", params={"gracePeriodSeconds": "0"}, timeout=120)
-    wait_for("pods gone", lambda: count(s, endpoint.server, f"/api/v1/namespaces/{NS}/pods") == 0, timeout_s)
+    pods = f"{endpoint.server}/api/v1/namespaces/{NS}/pods"
+
+    def gone() -> bool:
+        """Delete what is left: one delete-collection of 5,000 pods with claims outlives the apiserver's 60 s
+        handler timeout and stops part way, so it is sent again until none are left."""
+        left = count(s, endpoint.server, f"/api/v1/namespaces/{NS}/pods")
+        if left:
+            try:
+                s.delete(pods, params={"gracePeriodSeconds": "0"}, timeout=120)
+            except requests.RequestException as exc:
+                log(f"  deleting the pods left ({left}): {exc!r}; again")
+        return left == 0
+
+    wait_for("pods gone", gone, timeout_s, 5.0)
     if claims:
         wait_for("claims gone", lambda: count(s, endpoint.server,
                                              f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims") == 0, timeout_s)
