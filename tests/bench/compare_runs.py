@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     facts = machine_facts()
     doc = {"name": args.name, "date": facts["date"], "machine": facts["machine"],
-           "versions": facts.get("versions", {}).get("kubernetes", "") if isinstance(facts.get("versions"), dict) else "",
+           "versions": facts["versions"]["kubernetes"],
            "before_rev": args.before_rev, "after_rev": args.after_rev,
            "pairs": [compare(label, Path(b), Path(a)) for label, b, a in args.pair],
            "loads": dict(args.load), "notes": args.note,
