@@ -78,10 +78,14 @@ def test_unschedulable_pod_gets_failed_scheduling_event(api: client.ApiClient, n
         e for e in core.list_namespaced_event(namespace).items
         if e.reason == "FailedScheduling" and e.involved_object.name == "lonely"])
     assert "default-scheduler" in (events[0].source.component or events[0].reporting_component or "")
+    # The scheduler sends the event and patches the pod's status in two separate calls, so the
+    # event can be visible before the condition: wait for the condition too.
+    scheduled = wait_until("the pod's PodScheduled condition", lambda: [
+        c for c in core.read_namespaced_pod("lonely", namespace).status.conditions or []
+        if c.type == "PodScheduled"])
+    assert scheduled[0].status == "False" and scheduled[0].reason == "Unschedulable"
     pod = core.read_namespaced_pod("lonely", namespace)
     assert pod.status.phase == "Pending" and not pod.spec.node_name
-    scheduled = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
-    assert scheduled and scheduled[0].status == "False" and scheduled[0].reason == "Unschedulable"
 
 
 def test_rbac_denies_unprivileged_service_account(api: client.ApiClient, cluster: ClusterInfo,
