@@ -13,7 +13,9 @@ v1.36.3, Kueue v0.17.0; see ``docs/architecture.md``, "Reference numbers"):
 
 - ``cpu:<component>``: cores used (increase of ``process_cpu_seconds_total`` / window) >= 0.9 core.  On
   this 2-core machine the control plane, the hollow agents, Locust and other people's work share two
-  cores: a component at (or near) a full core is saturated.
+  cores: a component at (or near) a full core is saturated.  A component held to a CPU limit of its own
+  (a cgroup quota, as a kubelet gives a container with ``resources.limits.cpu``; ``Context.cpu_limits``)
+  is saturated at 90% of that limit instead: what it can get is the limit, not a core.
 - ``cpu:host``: busy cores of the machine (``/proc/stat``, everything on it) >= 90% of its cores.
 - ``client:controller-manager``, ``client:scheduler``: mean wait of a request in the client's token
   bucket (``rest_client_rate_limiter_duration_seconds`` sum / count) >= one token interval (1 / QPS):
@@ -171,7 +173,8 @@ def read_window(folder: Path) -> tuple[Snapshot, Snapshot, Context] | None:
     meta = json.loads(meta_path.read_text())
     snaps = [Snapshot.from_texts(meta[f"t_{edge}"], {p.stem: p.read_text() for p in sorted((folder / edge).glob("*.prom"))})
              for edge in ("start", "end")]
-    ctx = Context(cores=int(meta["cores"]), client_qps={k: (float(v[0]), int(v[1])) for k, v in meta["client_qps"].items()})
+    ctx = Context(cores=int(meta["cores"]), client_qps={k: (float(v[0]), int(v[1])) for k, v in meta["client_qps"].items()},
+                  cpu_limits={k: float(v) for k, v in (meta.get("cpu_limits") or {}).items()})
     return snaps[0], snaps[1], ctx
 
 
@@ -273,11 +276,14 @@ def _r(v: float | None, digits: int = 3) -> float | None:
 # ----------------------------------------------------------------------------------------- limits
 @dataclass
 class Context:
-    """What the metrics do not say: the machine's ``cores`` and each client's configured (QPS, burst)
-    (``client_qps``: component -> (qps, burst); ``kube-`` prefixes are dropped)."""
+    """What the metrics do not say: the machine's ``cores``, each client's configured (QPS, burst)
+    (``client_qps``: component -> (qps, burst); ``kube-`` prefixes are dropped) and the CPU limit of a
+    component held to one (``cpu_limits``: component -> cores; a process's metrics do not show the cgroup
+    quota it runs under)."""
 
     cores: int
     client_qps: dict[str, tuple[float, int]] = field(default_factory=dict)
+    cpu_limits: dict[str, float] = field(default_factory=dict)
 
     def qps(self, comp: str) -> tuple[float, int] | None:
         for k, v in self.client_qps.items():
@@ -322,6 +328,13 @@ def _cpu_limits(a: Snapshot, b: Snapshot, w: float, ctx: Context) -> list[Limit]
         comps_cores += cores
         rss = max(gauge(a, comp, "process_resident_memory_bytes") or 0.0,
                   gauge(b, comp, "process_resident_memory_bytes") or 0.0) / 2**20
+        cap = ctx.cpu_limits.get(comp)
+        if cap:
+            out.append(Limit(f"cpu:{comp}", comp, RESOURCE, cores / (CPU_CORE_SATURATED * cap),
+                             f">= {CPU_CORE_SATURATED:.0%} of its {cap:g}-core limit",
+                             {"cores": _r(cores), "cpu_limit_cores": cap, "rss_mib_max": _r(rss, 1)},
+                             f"{NAMES.get(comp, comp)} used {cores:.2f} cores of its {cap:g}-core CPU limit"))
+            continue
         out.append(Limit(f"cpu:{comp}", comp, RESOURCE, cores / CPU_CORE_SATURATED,
                          f">= {CPU_CORE_SATURATED:g} core", {"cores": _r(cores), "rss_mib_max": _r(rss, 1)},
                          f"{NAMES.get(comp, comp)} used {cores:.2f} cores"))

@@ -75,15 +75,20 @@ def keep_reads(run_dir: Path, first: Sample, last: Sample, ctx: Context) -> None
         (root / edge).mkdir(parents=True, exist_ok=True)
         for comp, text in sample.texts.items():
             (root / edge / f"{comp}.prom").write_text(text)
-    (root / "window.json").write_text(json.dumps({"t_start": first.t, "t_end": last.t, "cores": ctx.cores,
-                                                   "client_qps": ctx.client_qps}, indent=2) + "\n")
+    meta: dict[str, Any] = {"t_start": first.t, "t_end": last.t, "cores": ctx.cores, "client_qps": ctx.client_qps}
+    if ctx.cpu_limits:
+        meta["cpu_limits"] = ctx.cpu_limits
+    (root / "window.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def point_attribution(run_dir: Path, first: Sample | None, last: Sample | None, info: Any) -> dict[str, Any] | None:
-    """The point's ranked limits from the window's two reads (kept in the run folder), or None."""
+def point_attribution(run_dir: Path, first: Sample | None, last: Sample | None, info: Any,
+                      cpu_limits: dict[str, float] | None = None) -> dict[str, Any] | None:
+    """The point's ranked limits from the window's two reads (kept in the run folder), or None.
+    ``cpu_limits``: component -> cores, for a component held to a CPU limit of its own."""
     if first is None or last is None:
         return None
-    ctx = Context(cores=os.cpu_count() or 1, client_qps=dict(getattr(info, "client_qps", None) or {}))
+    ctx = Context(cores=os.cpu_count() or 1, client_qps=dict(getattr(info, "client_qps", None) or {}),
+                  cpu_limits=dict(cpu_limits or {}))
     keep_reads(run_dir, first, last, ctx)
     return attribute(first.snapshot(), last.snapshot(), ctx).to_dict()
 

@@ -11,7 +11,8 @@ with ``source.json`` (the scenario, the command, the machine and the ranked limi
 
 ``--cpu-quota COMPONENT=CORES`` puts that component of the local cluster, once the load starts, into a
 cgroup-v1 CPU quota of its own (what a kubelet gives a container with that CPU limit): a way to make one
-component the first to saturate on this shared 2-core machine; ``source.json`` says so.
+component the first to saturate on this shared 2-core machine; ``window.json`` carries the limit
+(``cpu_limits``, which attribution measures that component's CPU against) and ``source.json`` says so.
 A plan point records the same files (``<point>/attribution/``): copy one of those instead when a plan
 already produced the case.
 """
@@ -112,7 +113,8 @@ def main() -> int:
         watch.stop()
         if quota is not None:
             quota.undo()
-    attribution = point_attribution(runner.run_dir, watch.first, watch.last, scraper.info)
+    caps = {quota.component: quota.cores} if quota is not None else None
+    attribution = point_attribution(runner.run_dir, watch.first, watch.last, scraper.info, cpu_limits=caps)
     if attribution is None:
         print(f"run exited {code} without both reads of the window; nothing recorded", file=sys.stderr)
         return 1

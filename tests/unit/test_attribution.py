@@ -126,6 +126,25 @@ def test_the_host_and_a_component_from_two_synthetic_reads() -> None:
                                             "other_cores": 0.95}
 
 
+def test_a_component_held_to_a_cpu_limit_is_saturated_at_that_limit_not_at_a_core(tmp_path: Path) -> None:
+    a = Snapshot.from_texts(0.0, {"scheduler": "process_cpu_seconds_total 10\n"})
+    b = Snapshot.from_texts(10.0, {"scheduler": "process_cpu_seconds_total 12.8\n"})  # 0.28 cores
+    assert attribute(a, b, Context(cores=2)).binding is None
+    held = attribute(a, b, Context(cores=2, cpu_limits={"scheduler": 0.3}))
+    assert held.binding is not None and held.binding.key == "cpu:scheduler"
+    assert held.binding.figures["cpu_limit_cores"] == 0.3 and "0.3-core CPU limit" in held.binding.words
+    # the limit travels in window.json, as keep_reads writes it
+    (tmp_path / "start").mkdir()
+    (tmp_path / "end").mkdir()
+    (tmp_path / "start" / "scheduler.prom").write_text("process_cpu_seconds_total 10\n")
+    (tmp_path / "end" / "scheduler.prom").write_text("process_cpu_seconds_total 12.8\n")
+    (tmp_path / "window.json").write_text('{"t_start": 0, "t_end": 10, "cores": 2, "client_qps": {}, '
+                                          '"cpu_limits": {"scheduler": 0.3}}')
+    reads = read_window(tmp_path)
+    assert reads is not None and reads[2].cpu_limits == {"scheduler": 0.3}
+    assert attribute(*reads).binding.key == "cpu:scheduler"  # type: ignore[union-attr]
+
+
 def test_a_snapshot_from_prometheus_is_the_same_samples_by_job() -> None:
     asked: list[str] = []
 
