@@ -20,7 +20,7 @@ components' own ``/metrics`` (Kueue's included) read 10 s after the load starts 
 machine's CPU (:mod:`hollowscale.measure.attribution`); the binding limit at each count is the one that
 bound first going up in rate (:func:`hollowscale.measure.attribution.bound_first`).
 
-Writes ``reports/bench/batch.json`` and ``.md`` (date, machine, load average, versions, each engine's
+Writes ``reports/bench/batch.json`` and ``.md`` (``batch-variants.*`` with ``--variants``) (date, machine, load average, versions, each engine's
 client QPS, Kueue's own figures beside ours and how the two setups differ).
 """
 
@@ -316,9 +316,11 @@ def main() -> int:
         doc.update(kueue_anchor=KUEUE_ANCHOR, differences=DIFFERENCES, comparable=COMPARABLE)
     args.out.mkdir(parents=True, exist_ok=True)
 
+    stem = "batch-variants" if wanted else "batch"  # the two modes' files side by side, neither overwrites the other
+
     def save() -> None:  # after each search: an interrupted bench keeps what it measured
-        (args.out / "batch.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (args.out / "batch.md").write_text(markdown(doc))
+        (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
+        (args.out / f"{stem}.md").write_text(markdown(doc))
 
     for v in VARIANTS:
         if v["name"] in wanted:
