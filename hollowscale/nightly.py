@@ -10,9 +10,13 @@ The set is a file (``scenarios/nightly/set.yaml``; in a folder of its own, as th
       - scenario: ../default.yaml
         repeats: 1
         max_regression_pct: 40      # optional, per scenario
+      - scenario: ../trace-gpushare40.yaml   # a trace scenario: one variant, one seed
 
 Each repeat is one ``hollowscale run`` in a child process, on a fresh local cluster in a folder of the
-nightly's own (``<out>/.cluster``: never the user's ``.hollowscale/cluster``), one after the other.  Reports
+nightly's own (``<out>/.cluster``: never the user's ``.hollowscale/cluster``), one after the other.  A trace
+scenario (``workload: {trace: ...}``) is one ``hollowscale trace replay`` instead (its own fresh cluster in
+a temporary folder), compared on its replay figures and checks
+(:data:`hollowscale.report.baseline.TRACE_FIGURES`).  Reports
 land in ``reports/nightly/<UTC date>/<scenario>/<run-id>/`` with every figure also as ClusterLoader2
 PerfData (:mod:`hollowscale.report.perfdata`); ``reports/nightly/latest`` points at the night.
 
@@ -51,7 +55,7 @@ import yaml
 
 from hollowscale.paths import REPO_ROOT
 from hollowscale.report import baseline as bl
-from hollowscale.report.jsonfile import load_summary, write_json
+from hollowscale.report.jsonfile import write_json
 from hollowscale.report.latest import update_latest
 from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
 from hollowscale.report.perfdata import write_perfdata
@@ -77,6 +81,7 @@ class NightlyEntry:
         repeats: how many runs per night.
         max_regression_pct: this scenario's percent limit (``None``: the set's).
         timeout_s: the scenario's own ``timeout_s`` (a run is interrupted 15 minutes after it).
+        trace: whether it is a trace scenario (replayed by ``hollowscale trace replay``).
     """
 
     scenario: Path
@@ -84,6 +89,7 @@ class NightlyEntry:
     repeats: int
     max_regression_pct: float | None = None
     timeout_s: float = 3600.0
+    trace: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ def _number(value: Any, where: str, source: Path) -> float:
 def load_set(path: str | Path) -> NightlySet:
     """Read and validate a nightly set file; every scenario in it is validated too."""
     from hollowscale.scenario import ScenarioError, load_scenario
+    from hollowscale.scenario.trace import is_trace_scenario
 
     source = Path(path).resolve()
     try:
@@ -147,17 +154,47 @@ def load_set(path: str | Path) -> NightlySet:
         if not scenario.is_file():
             raise NightlySetError(f"{source}: {where}.scenario: no such file {scenario}")
         try:
-            sc = load_scenario(scenario)
-        except ScenarioError as exc:
-            raise NightlySetError(f"{source}: {where}.scenario: {file} is not a valid scenario:\n{exc}") from None
-        if sc.variants:
-            raise NightlySetError(f"{source}: {where}.scenario: {file} has variants; the nightly compares single "
-                                  f"runs (expected a scenario without 'variants')")
-        if any(e.name == sc.name for e in entries):
-            raise NightlySetError(f"{source}: {where}.scenario: scenario name {sc.name!r} is already in the set "
+            is_trace = is_trace_scenario(yaml.safe_load(scenario.read_text()))
+        except yaml.YAMLError:
+            is_trace = False  # load_scenario says what is wrong with it
+        if is_trace:
+            entry = _trace_entry(source, where, file, scenario, repeats, own_limit)
+        else:
+            try:
+                sc = load_scenario(scenario)
+            except ScenarioError as exc:
+                raise NightlySetError(f"{source}: {where}.scenario: {file} is not a valid scenario:\n{exc}") from None
+            if sc.variants:
+                raise NightlySetError(f"{source}: {where}.scenario: {file} has variants; the nightly compares single "
+                                      f"runs (expected a scenario without 'variants')")
+            entry = NightlyEntry(scenario, sc.name, repeats, own_limit, float(sc.timeout_s or 3600.0))
+        if any(e.name == entry.name for e in entries):
+            raise NightlySetError(f"{source}: {where}.scenario: scenario name {entry.name!r} is already in the set "
                                   f"(baselines are keyed by name; expected each scenario once, with repeats)")
-        entries.append(NightlyEntry(scenario, sc.name, repeats, own_limit, float(sc.timeout_s or 3600.0)))
+        entries.append(entry)
     return NightlySet(source, tuple(entries), limit)
+
+
+#: a trace replay with no ``timeout_s`` of its own is interrupted this long (plus 15 minutes) after it starts
+TRACE_TIMEOUT_S = 3600.0
+
+
+def _trace_entry(source: Path, where: str, file: str, scenario: Path, repeats: int,
+                 own_limit: float | None) -> NightlyEntry:
+    """A trace scenario of the set, checked (file, trace, scheduler configurations): one variant and one seed,
+    since a baseline compares repeats of one replay."""
+    from hollowscale.scenario.trace import load_trace_scenario
+    from kubecore.schema import SpecError
+
+    try:
+        ts = load_trace_scenario(scenario)
+    except SpecError as exc:
+        raise NightlySetError(f"{source}: {where}.scenario: {file} is not a valid trace scenario:\n{exc}") from None
+    if len(ts.file.variants) != 1 or len(ts.spec.seeds) != 1:
+        raise NightlySetError(f"{source}: {where}.scenario: {file} has {len(ts.file.variants)} variant(s) and "
+                              f"{len(ts.spec.seeds)} seed(s); the nightly compares repeats of one replay (expected "
+                              f"one variant and one seed)")
+    return NightlyEntry(scenario, ts.name, repeats, own_limit, float(ts.file.timeout_s or TRACE_TIMEOUT_S), trace=True)
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -205,15 +242,24 @@ def night_folder(root: Path) -> Path:
     return folder
 
 
-def run_one(scenario: Path, out: Path, log: Path, timeout_s: float) -> tuple[int, Path | None]:
-    """One ``hollowscale run``; (exit code, the run folder it wrote or None).
+def run_command(scenario: Path, out: Path, trace: bool = False) -> list[str]:
+    """The child process of one repeat: ``hollowscale run`` (quiet), or ``hollowscale trace replay``."""
+    if trace:
+        return [sys.executable, "-m", "hollowscale", "trace", "replay", str(scenario), "--out", str(out)]
+    return [sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"]
+
+
+def run_one(scenario: Path, out: Path, log: Path, timeout_s: float, trace: bool = False) -> tuple[int, Path | None]:
+    """One ``hollowscale run`` (or trace replay); (exit code, the run folder it wrote or None).
 
     A run still going ``timeout_s`` later gets SIGINT (the run's own interruption path: it writes a partial
-    report and brings its cluster down), then SIGKILL two minutes after that.
+    report and brings its cluster down), then SIGKILL two minutes after that.  A trace replay writes its run
+    folder one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``); the newest folder holding a
+    ``summary.json`` at either depth is the one.
     """
     before = {p.name for p in out.iterdir()} if out.is_dir() else set()
     with log.open("w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"],
+        proc = subprocess.Popen(run_command(scenario, out, trace),
                                 cwd=REPO_ROOT, stdout=fh, stderr=subprocess.STDOUT)
         try:
             code = proc.wait(timeout=timeout_s)
@@ -224,9 +270,17 @@ def run_one(scenario: Path, out: Path, log: Path, timeout_s: float) -> tuple[int
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = proc.wait()
+    return code, new_run_dir(out, before, trace)
+
+
+def new_run_dir(out: Path, before: set[str], trace: bool = False) -> Path | None:
+    """The run folder a repeat wrote under ``out`` (whose entries were ``before``): the newest new folder
+    with a ``summary.json``; a trace replay's is one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``)."""
     new = [p for p in out.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in before] if out.is_dir() else []
+    if trace:
+        new = [c for p in new for c in sorted(p.iterdir()) if c.is_dir() and not c.is_symlink()]
     new = [p for p in new if (p / "summary.json").is_file()]
-    return code, (sorted(new)[-1] if new else None)
+    return sorted(new)[-1] if new else None
 
 
 def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[dict[str, Any]]]:
@@ -234,13 +288,14 @@ def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[d
     runs: dict[str, list[dict[str, Any]]] = {}
     copies = night / "scenarios"
     for entry in nset.entries:
-        scen = scenario_copy(entry, copies, night / ".cluster")
+        # a trace scenario is replayed as written (its trace paths are relative to it; its cluster is its own)
+        scen = entry.scenario if entry.trace else scenario_copy(entry, copies, night / ".cluster")
         for r in range(1, entry.repeats + 1):
             t0 = time.monotonic()
             say(f"[nightly] {entry.name} {r}/{entry.repeats} ...")
             log = night / "logs" / f"{entry.name}-{r:02d}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            code, run_dir = run_one(scen, night / entry.name, log, entry.timeout_s + 900)
+            code, run_dir = run_one(scen, night / entry.name, log, entry.timeout_s + 900, entry.trace)
             say(f"[nightly] {entry.name} {r}/{entry.repeats}: exit {code}, {time.monotonic() - t0:.0f}s, "
                 f"{run_dir or 'no report (see ' + str(log) + ')'}")
             runs.setdefault(entry.name, []).append({"repeat": r, "exit_code": code, "log": str(log),
@@ -261,7 +316,7 @@ def find_runs(folder: Path) -> dict[str, list[Path]]:
             continue
         seen.add(run_dir.resolve())
         try:
-            s = load_summary(run_dir)
+            s = bl.load_compared(run_dir)
         except (OSError, ValueError):
             continue
         out.setdefault(str(s.get("scenario")), []).append(run_dir)
@@ -291,7 +346,7 @@ def judge(nset: NightlySet, runs: dict[str, list[Path]], baseline_dir: Path, upd
             continue
         if len(dirs) < entry.repeats:  # more is fine: runs of several nights pooled into one baseline
             cannot.append(f"{entry.name}: {len(dirs)} run(s) with a summary, the set asks for {entry.repeats}")
-        summaries[entry.name] = [(d, load_summary(d)) for d in dirs]
+        summaries[entry.name] = [(d, bl.load_compared(d)) for d in dirs]
     md = ["# hollowscale nightly", ""]
     if update:
         left_out: list[str] = []
@@ -399,8 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         record = {"runs": ran}
         for dirs in runs.values():
             for d in dirs:
-                if not (d / PERFDATA_SUBDIR).is_dir():
-                    write_perfdata(d, load_summary(d))
+                summary = bl.load_compared(d)
+                if not (d / PERFDATA_SUBDIR).is_dir() and not bl.is_trace_replay(summary):  # PerfData: a run's figures
+                    write_perfdata(d, summary)
         update_latest(root, night)
     verdict = judge(nset, runs, baseline_dir, args.update_baseline, args.max_regression)
     if args.from_runs:  # the verdict goes beside the reports, never into the judged folder

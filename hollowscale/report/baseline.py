@@ -46,9 +46,62 @@ FILE = "baseline.json"
 #: compared here besides :data:`FIGURES`: a run whose submitted jobs did not all finish did not keep up
 EXTRA_FIGURES: tuple[tuple[str, str], ...] = (("jobs.unfinished", LOWER),)
 
+#: a trace replay's figures (``hollowscale trace replay``; its summary's ``replay`` section, the paper's
+#: protocol): how much of the GPUs the scheduler handed out, when it first failed a pod, and how fast it gave
+#: its verdicts.  With the seed fixed the sequence is the same each night, so a move here is the scheduler's.
+TRACE_FIGURES: tuple[tuple[str, str], ...] = (
+    ("at_100pct_arrived.allocated_pct", HIGHER),
+    ("at_100pct_arrived.unallocated_gpus", LOWER),
+    ("end.allocated_pct", HIGHER),
+    ("end.unallocated_gpus", LOWER),
+    ("first_failure.arrived_pct", HIGHER),
+    ("pods.unschedulable", LOWER),
+    ("pods.no_verdict", LOWER),
+    ("scheduler.verdicts_per_s", HIGHER),
+    ("scheduler.latency_ms.bound.p50", LOWER),
+    ("scheduler.latency_ms.bound.p99", LOWER),
+)
+
+
+def is_trace_replay(summary: dict[str, Any]) -> bool:
+    """Whether ``summary`` is a trace replay's (``hollowscale trace replay``) rather than a run's."""
+    return "replay" in summary and "measurements" not in summary
+
+
+def figure_values(summary: dict[str, Any]) -> dict[str, Any]:
+    """The section the compared figures are read from: a run's ``measurements``, a replay's ``replay``."""
+    return (summary.get("replay") if is_trace_replay(summary) else summary.get("measurements")) or {}
+
+
+def verdicts_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """A summary's pass/fail verdicts as ``{name, passed, detail}``: a run's SLOs, a replay's checks (the
+    trace's arithmetic: allocated equals arrived before the first failure, pods per kind, the apiserver's
+    allocation)."""
+    if is_trace_replay(summary):
+        checks = (summary.get("replay") or {}).get("checks") or {}
+        return [{"name": f"check {name}", "passed": bool(c.get("passed")),
+                 "detail": ", ".join(f"{k} {v}" for k, v in c.items() if k != "passed" and not isinstance(v, dict))}
+                for name, c in checks.items() if isinstance(c, dict)]
+    return [{"name": slo["name"], "passed": bool(slo["passed"]),
+             "detail": f"{slo['value']} {slo['op']} {slo['threshold']} does not hold"}
+            for slo in summary.get("slos") or []]
+
+
+def load_compared(run_dir: Path) -> dict[str, Any]:
+    """A run's ``summary.json`` (checked as :func:`load_summary` does) or a trace replay's (which has no
+    ``measurements`` or ``slos``: its figures and checks are in ``replay``); ValueError when it is neither."""
+    path = Path(run_dir) / "summary.json" if Path(run_dir).is_dir() else Path(run_dir)
+    doc = json.loads(path.read_text())
+    if isinstance(doc, dict) and is_trace_replay(doc) and "scenario" in doc and "run_id" in doc:
+        return doc
+    return load_summary(run_dir)
+
 
 def figures_for(summaries: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(metric, better) compared for these summaries: the fixed figures plus p99 per API verb seen."""
+    """(metric, better) compared for these summaries: the fixed figures plus p99 per API verb seen (a run's),
+    or :data:`TRACE_FIGURES` (a trace replay's)."""
+    if summaries and all(is_trace_replay(s) for s in summaries):
+        return list(TRACE_FIGURES)
     verbs: set[str] = set()
     for s in summaries:
         verbs |= set((s.get("measurements") or {}).get("api_latency_ms") or {})
@@ -108,15 +161,15 @@ def scenario_entry(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError(f"incomplete runs cannot be a baseline: {', '.join(bad)}")
     figures: dict[str, Any] = {}
     for metric, better in figures_for(summaries):
-        values = [lookup(s.get("measurements") or {}, metric) for s in summaries]
+        values = [lookup(figure_values(s), metric) for s in summaries]
         present = [v for v in values if v is not None]
         if present:
             figures[metric] = {"better": better, "values": present, "median": float(statistics.median(present)),
                                "min": min(present), "max": max(present), "n": len(present)}
     slos: dict[str, list[bool]] = {}
     for s in summaries:
-        for slo in s.get("slos") or []:
-            slos.setdefault(slo["name"], []).append(bool(slo["passed"]))
+        for verdict in verdicts_of(s):
+            slos.setdefault(verdict["name"], []).append(verdict["passed"])
     return {"scenario": names.pop(), "runs": [s.get("run_id") for s in summaries], "figures": figures,
             "slos": {name: {"passed": passed} for name, passed in slos.items()}}
 
@@ -185,12 +238,12 @@ class BandRow:
 
 
 def _bucket_of(summaries: list[dict[str, Any]], metric: str) -> tuple[float, float | None] | None:
-    buckets = {bucket_at(s.get("measurements") or {}, metric) for s in summaries}
+    buckets = {bucket_at(figure_values(s), metric) for s in summaries}
     return buckets.pop() if len(buckets) == 1 else None
 
 
 def _median_of(summaries: list[dict[str, Any]], metric: str) -> float | None:
-    values = [v for v in (lookup(s.get("measurements") or {}, metric) for s in summaries) if v is not None]
+    values = [v for v in (lookup(figure_values(s), metric) for s in summaries) if v is not None]
     return float(statistics.median(values)) if values else None
 
 
@@ -233,10 +286,11 @@ def compare_to_baseline(entry: dict[str, Any], new: list[dict[str, Any]],
         if not passed or not all(passed):
             continue
         for s in new:
-            for now in s.get("slos") or []:
+            for now in verdicts_of(s):
                 if now["name"] == name and not now["passed"]:
-                    problems.append(f"{scenario}: SLO {name} passed in all {len(passed)} baseline runs and fails in "
-                                    f"{s.get('run_id')} ({now['value']} {now['op']} {now['threshold']} does not hold)")
+                    what = name if name.startswith("check ") else f"SLO {name}"
+                    problems.append(f"{scenario}: {what} passed in all {len(passed)} baseline runs and fails in "
+                                    f"{s.get('run_id')} ({now['detail']})")
     for s in new:
         if not s.get("complete", True):
             problems.append(f"{scenario}: run {s.get('run_id')} is incomplete ({s.get('incomplete_reason')})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_shipped_set_is_valid_and_small() -> None:
     s = load_set(DEFAULT_SET)
-    assert [(e.name, e.repeats) for e in s.entries] == [("smoke", 3), ("default", 1)]
+    assert [(e.name, e.repeats, e.trace) for e in s.entries] == [
+        ("smoke", 3, False), ("default", 1, False), ("trace-gpushare40", 1, True), ("trace-multigpu20", 1, True)]
     assert s.max_regression_pct == 25 and s.limit(s.entries[1]) == 40 and s.limit(s.entries[0]) == 25
     assert all(e.scenario.is_absolute() and e.scenario.is_file() for e in s.entries)
 
@@ -109,3 +111,75 @@ def test_update_leaves_unsettled_runs_out_and_pools_nights(tmp_path: Path) -> No
     v = judge(nset, {"default": [tmp_path / "reports" / "n1" / "default" / "a"]}, tmp_path / "reports" / "bl",
               update=False, limit_override=10)
     assert v.code == 1 and any("jobs.unfinished" in p for p in v.problems)
+
+
+# ------------------------------------------------------------------------------ trace replays in the set
+def _replay_summary(run_id: str, allocated_pct: float, apiserver_ok: bool = True) -> dict[str, Any]:
+    """A trace replay's summary.json as hollowscale/replay/run.py writes it (the parts the nightly reads)."""
+    checks = {"allocated_equals_arrived_before_first_failure": {"passed": True, "max_deviation_pts": 0.01,
+                                                                "tolerance_pts": 0.2},
+              "pods_per_kind_equal_trace": None,
+              "allocation_equals_apiserver": {"passed": apiserver_ok, "replay_gpu_milli": 100,
+                                              "apiserver_gpu_milli": 100 if apiserver_ok else 90}}
+    replay = {"pods": {"total": 10_600, "bound": 9_000, "unschedulable": 1_600, "no_verdict": 0},
+              "at_100pct_arrived": {"allocated_pct": allocated_pct, "unallocated_gpus": 6212 * (1 - allocated_pct / 100)},
+              "end": {"allocated_pct": allocated_pct + 2, "unallocated_gpus": 300.0},
+              "first_failure": {"arrived_pct": 88.0, "kind": "share"},
+              "scheduler": {"verdicts_per_s": 20.0, "latency_ms": {"bound": {"p50": 30.0, "p99": 80.0}}},
+              "checks": checks}
+    return {"schema_version": 1, "scenario": "trace-gpushare40", "variant": "default", "seed": 42, "run_id": run_id,
+            "started_at": "2026-12-05T00:00:00Z", "complete": True, "passed": apiserver_ok, "replay": replay}
+
+
+def test_a_trace_scenario_is_one_replay_of_one_variant_and_seed(tmp_path: Path) -> None:
+    from hollowscale.nightly import run_command
+
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {SCEN / 'trace-gpushare40.yaml'}}}]\n"))
+    (entry,) = nset.entries
+    assert entry.trace and entry.name == "trace-gpushare40" and entry.timeout_s == 45 * 60
+    cmd = run_command(entry.scenario, tmp_path / "out", entry.trace)
+    assert cmd[1:] == ["-m", "hollowscale", "trace", "replay", str(entry.scenario), "--out", str(tmp_path / "out")]
+    with pytest.raises(NightlySetError, match=r"has 2 variant\(s\) and 1 seed\(s\); the nightly compares repeats"):
+        load_set(write(tmp_path, f"scenarios: [{{scenario: {SCEN / 'trace-alibaba-2023.yaml'}}}]\n"))
+
+
+def test_a_replays_run_folder_is_found_one_level_down(tmp_path: Path) -> None:
+    from hollowscale.nightly import new_run_dir
+
+    out = tmp_path / "trace-gpushare40"
+    (out / "old").mkdir(parents=True)
+    run = out / "20261205-010203-trace-gpushare40" / "default-seed42"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    assert new_run_dir(out, {"old"}, trace=True) == run
+    assert new_run_dir(out, {"old"}, trace=False) is None  # a run's folder is directly under out
+
+
+def test_replays_are_banded_on_their_allocation_and_their_checks(tmp_path: Path) -> None:
+    import json
+
+    from hollowscale.nightly import find_runs, judge
+
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {SCEN / 'trace-gpushare40.yaml'}}}]\n"))
+    for night, run_id, pct, ok in (("n1", "a", 90.0, True), ("n2", "b", 91.0, True), ("n3", "c", 60.0, True),
+                                   ("n4", "d", 90.5, False)):
+        d = tmp_path / "reports" / night / "trace-gpushare40" / f"20261205-0000-{run_id}" / "default-seed42"
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(_replay_summary(run_id, pct, ok)))
+    runs = find_runs(tmp_path / "reports")
+    assert len(runs["trace-gpushare40"]) == 4
+    first_two = {"trace-gpushare40": runs["trace-gpushare40"][:2]}
+    v = judge(nset, first_two, tmp_path / "bl", update=True, limit_override=None)
+    assert v.code == 0, v.markdown
+    base = json.loads((tmp_path / "bl" / "baseline.json").read_text())["scenarios"]["trace-gpushare40"]
+    assert base["figures"]["at_100pct_arrived.allocated_pct"]["values"] == [90.0, 91.0]
+    assert base["slos"]["check allocation_equals_apiserver"]["passed"] == [True, True]
+    # a GPU allocation 33% below the band regresses; so does a check that held in every baseline run
+    v = judge(nset, {"trace-gpushare40": [runs["trace-gpushare40"][2]]}, tmp_path / "bl", update=False,
+              limit_override=10)
+    assert v.code == 1 and any("at_100pct_arrived.allocated_pct" in p for p in v.problems), v.problems
+    v = judge(nset, {"trace-gpushare40": [runs["trace-gpushare40"][3]]}, tmp_path / "bl", update=False,
+              limit_override=10)
+    assert v.code == 1 and v.problems == [
+        "trace-gpushare40: check allocation_equals_apiserver passed in all 2 baseline runs and fails in d "
+        "(replay_gpu_milli 100, apiserver_gpu_milli 90)"], v.problems
