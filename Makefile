@@ -11,7 +11,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan bench-dra kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -90,10 +90,13 @@ bench-plan: setup ## the small plan over both profiles and with the controller-m
 bench-dra: setup ## scheduler pods/s for counted GPUs vs DRA claims vs a CEL selector vs memory shares at 500 and 5,000 nodes (scheduler_perf's 5000pods shape, upstream beside it), registration of 10,000 nodes with and without slices; 3 repeats per control plane (hours) -> reports/bench/dra.json
 	$(PY) tests/bench/bench_dra.py
 
+bench-trace: setup ## Alibaba's GPU trace through the real scheduler: default and packing profiles x DRA shares and counted GPUs, 3 seeds each, on the 1,213 GPU nodes (hours) -> reports/bench/trace.json
+	$(PY) tests/bench/bench_trace.py
+
 bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, one agent's saturation under a CPU limit, control-plane cost per node, agent pods for 5,000/15,000 nodes (~20 min, root) -> reports/bench/scaling.json
 	$(PY) tests/bench/bench_scaling.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml
