@@ -333,7 +333,7 @@ def _cpu_limits(a: Snapshot, b: Snapshot, w: float, ctx: Context) -> list[Limit]
             out.append(Limit(f"cpu:{comp}", comp, RESOURCE, cores / (CPU_CORE_SATURATED * cap),
                              f">= {CPU_CORE_SATURATED:.0%} of its {cap:g}-core limit",
                              {"cores": _r(cores), "cpu_limit_cores": cap, "rss_mib_max": _r(rss, 1)},
-                             f"{NAMES.get(comp, comp)} used {cores:.2f} cores of its {cap:g}-core CPU limit"))
+                             f"{NAMES.get(comp, comp)} used {cores:.3g} cores of its {cap:g}-core CPU limit"))
             continue
         out.append(Limit(f"cpu:{comp}", comp, RESOURCE, cores / CPU_CORE_SATURATED,
                          f">= {CPU_CORE_SATURATED:g} core", {"cores": _r(cores), "rss_mib_max": _r(rss, 1)},

@@ -53,6 +53,27 @@ def test_a_throttled_controller_manager_is_named() -> None:
     assert not limit(a, "cpu:apiserver").binding and not limit(a, "cpu:controller-manager").binding
 
 
+def test_a_saturated_scheduler_is_named_and_its_loop_and_queue_after_it() -> None:
+    a = attribute(*load_case("saturated-scheduler"))
+    assert a.binding is not None and a.binding.key == "cpu:scheduler", a.words()
+    assert a.binding.figures["cpu_limit_cores"] == 0.015 and "0.0149 cores of its 0.015-core" in a.binding.words
+    binding = [x.key for x in a.limits if x.binding]
+    assert binding == ["cpu:scheduler", "loop:scheduler", "pending:scheduler"]
+    assert limit(a, "pending:scheduler").figures["growth_per_s"] > 0  # pods piled up in its queues
+    assert not limit(a, "cpu:apiserver").binding and not limit(a, "client:scheduler").binding
+
+
+def test_a_saturated_apiserver_is_named_before_what_it_causes() -> None:
+    a = attribute(*load_case("saturated-apiserver"))
+    assert a.binding is not None and a.binding.key == "cpu:apiserver", a.words()
+    assert a.binding.figures["cpu_limit_cores"] == 0.25 and a.binding.figures["cores"] >= 0.9 * 0.25
+    # what a slow apiserver causes binds too, and comes after it: etcd's latency as the apiserver sees it,
+    # the Job controller's workers waiting on their requests, its queue
+    binding = [x.key for x in a.limits if x.binding]
+    assert binding.index("cpu:apiserver") < binding.index("loop:job-controller") < binding.index("queue:controller-manager")
+    assert not limit(a, "cpu:host").binding and not limit(a, "client:controller-manager").binding
+
+
 @pytest.mark.parametrize("case", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
 def test_every_recorded_case_has_a_window_and_the_machine(case: str) -> None:
     start, end, ctx = load_case(case)
@@ -60,7 +81,7 @@ def test_every_recorded_case_has_a_window_and_the_machine(case: str) -> None:
     assert 10.0 < a.window_s < 120.0
     host = limit(a, "cpu:host")
     assert 0 < host.figures["busy_cores"] <= ctx.cores
-    assert a.to_dict()["binding"] == a.binding.key if a.binding else None
+    assert a.to_dict()["binding"] == (a.binding.key if a.binding else None)
     # the ranked list keeps the rule: binding ones first, by tier
     tiers = [x.tier for x in a.limits if x.binding]
     assert tiers == sorted(tiers, key=[RESOURCE, LOOP, BACKLOG].index)
