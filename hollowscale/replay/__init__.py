@@ -5,8 +5,12 @@
 - :mod:`.driver`: the paper's protocol on a cluster (one pod at a time, each waiting for the
   scheduler's verdict; unschedulable pods deleted, never retried) and what the API server's objects
   say was allocated at the end;
+- :mod:`.timed`: the time-faithful replay (``mode: timed``): the trace's own pods created and deleted
+  at their times, compressed, never waiting for a verdict;
+- :mod:`.modes`: the two behind one interface for the runner, the mode choosing its driver in one place;
 - :mod:`.figures`: what a replay measured (allocation curves, first failure, pods that never ran by
-  kind and reason, fragmentation, the scheduler's pace, the checks);
+  kind and reason, fragmentation, the scheduler's pace, the checks; a timed replay's pending time per
+  QoS class, unschedulable pods and GPU allocation over time);
 - :mod:`.inspection`: ``hollowscale trace inspect``'s text;
 - :mod:`.cli`: the ``hollowscale trace`` command group (``inspect``, ``excerpt``).
 

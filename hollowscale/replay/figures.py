@@ -11,6 +11,9 @@
   failure (within 0.2 points after every pod; the bucketed curve's own distance is shown beside, it
   is the bucketing's, up to half a point at 0%), pod counts per kind equal the trace's (``trace inspect``),
   and the allocation the replay accounted equals what the API server's objects say at the end.
+
+A timed replay's figures (:func:`timed_figures`): pending time per QoS class, pods never bound with the
+scheduler's reasons, unschedulable pods and GPU allocation over time, the replay's own lag, its checks.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hollowscale.replay.driver import BOUND, NO_VERDICT, Checkpoint, PodRecord
+from hollowscale.replay.timed import LATE_S, TimedRecord
 from hollowscale.trace.model import GPU_MILLI, KINDS
 from hollowscale.trace.paper import AllocRecord, allocation_curve
 
@@ -145,6 +149,133 @@ def replay_figures(records: Sequence[PodRecord], checkpoints: Sequence[Checkpoin
                 "passed": all(original.get(k, 0) == trace_kinds.get(k, 0) for k in KINDS)},
             "allocation_equals_apiserver": None if theirs is None else {
                 "replay_gpu_milli": ours, "apiserver_gpu_milli": theirs, "passed": ours == theirs,
+                "apiserver": apiserver},
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------- the timed replay
+#: points of a timed replay's series: one at each whole percent of its duration
+SERIES_POINTS = 101
+DELETED_PENDING = "deleted before the scheduler bound it (no Unschedulable verdict yet)"
+
+
+def _quantiles_ms(values: list[float]) -> dict[str, Any]:
+    """Count, p50, p90, p99 (nearest rank on the sorted values: an observed value) and max, in ms."""
+    def r(v: float | None) -> float | None:
+        return None if v is None else round(float(v), 1)
+
+    return {"count": len(values), "p50": r(_pctile(values, 50)), "p90": r(_pctile(values, 90)),
+            "p99": r(_pctile(values, 99)), "max": r(max(values) if values else None)}
+
+
+Interval = tuple[float, float, int]
+
+
+def _sweep(intervals: Sequence[Interval], t0: float, t1: float) -> tuple[int, float, float]:
+    """Over ``[t0, t1]``: the largest sum of the weights of the intervals ``[start, end)`` open at once,
+    when it was first reached, and the time-weighted mean of that sum (exact, not sampled)."""
+    changes: dict[float, int] = {}
+    for start, end, w in intervals:
+        s, e = max(start, t0), min(end, t1)
+        if e > s and w:
+            changes[s] = changes.get(s, 0) + w
+            changes[e] = changes.get(e, 0) - w
+    level, peak, peak_at, area, last = 0, 0, t0, 0.0, t0
+    for t in sorted(changes):
+        area += level * (t - last)
+        level += changes[t]
+        last = t
+        if level > peak:
+            peak, peak_at = level, t
+    area += level * (t1 - last)
+    return peak, peak_at, area / (t1 - t0) if t1 > t0 else 0.0
+
+
+def _at(intervals: Sequence[Interval], t: float) -> int:
+    return sum(w for s, e, w in intervals if s <= t < e)
+
+
+def timed_figures(records: Sequence[TimedRecord], gpu_capacity_milli: int, apiserver: dict[str, int] | None,
+                  gpu_mode: str, started_ms: float, ended_ms: float, schedule: dict[str, Any],
+                  stopped: bool = False) -> dict[str, Any]:
+    """A timed replay's figures (:mod:`hollowscale.replay.timed`) as a JSON-able mapping: pending time
+    (creation to bound, the client's clock) per QoS class, pods never bound per QoS class and kind with the
+    scheduler's reasons, the pods pending as unschedulable, pending and running and the GPU allocation over
+    time (a series at each whole percent of the replay, the peaks and means exact), the replay's own
+    timing, and its checks (every pod created and deleted; the GPUs the harness's account still holds at the
+    end equal what the API server's objects say)."""
+    never = float("inf")
+    t0 = started_ms
+    t1 = max([ended_ms, t0, *(r.deleted_ms or t0 for r in records)])
+    qos_names = sorted({r.qos or "(none)" for r in records})
+    pending: dict[str, list[float]] = {q: [] for q in qos_names}
+    never_bound: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in records:
+        q = r.qos or "(none)"
+        if r.bound_ms is not None and r.created_ms is not None:
+            pending[q].append(max(0.0, r.bound_ms - r.created_ms))
+            continue
+        why = (f"create failed: {r.create_error}" if r.create_error else "never created (stopped)"
+               if r.created_ms is None else reason_class(r.reason) if r.unschedulable_events else DELETED_PENDING)
+        entry = never_bound.setdefault(q, {}).setdefault(r.kind, {"pods": 0, "reasons": Counter()})
+        entry["pods"] += 1
+        entry["reasons"][why] += 1
+    created = [r for r in records if r.created_ms is not None]
+    unsched: list[Interval] = [(r.unschedulable_ms, r.pending_end_ms or never, 1) for r in records
+                               if r.unschedulable_ms is not None]
+    waiting: list[Interval] = [(r.created_ms or 0.0, r.pending_end_ms or never, 1) for r in created]
+    running: list[Interval] = [(r.bound_ms, r.deleted_ms or never, 1) for r in records if r.bound_ms is not None]
+    gpu: list[Interval] = [(r.bound_ms, r.deleted_ms or never, r.gpu_milli) for r in records
+                           if r.bound_ms is not None]
+    times = [t0 + (t1 - t0) * k / (SERIES_POINTS - 1) for k in range(SERIES_POINTS)]
+    u_peak, u_at, u_mean = _sweep(unsched, t0, t1)
+    g_peak, _, g_mean = _sweep(gpu, t0, t1)
+    cap = gpu_capacity_milli or 1
+    lags = [r.create_lag_s for r in records if r.create_lag_s is not None]
+    dlags = [r.delete_lag_s for r in records if r.delete_lag_s is not None]
+    held = sum(r.gpu_milli for r in records if r.bound_ms is not None and r.deleted_ms is None)
+    theirs = None
+    if apiserver is not None:
+        theirs = apiserver["counted_gpu_milli"] if gpu_mode == "counted" else apiserver["claim_shares_milli"]
+    deleted = sum(1 for r in created if r.deleted_ms is not None)
+    gone = sum(1 for r in created if r.gone_ms is not None)
+    return {
+        "protocol": "timed",
+        "gpu_mode": gpu_mode,
+        "schedule": schedule,
+        "capacity": {"gpus": gpu_capacity_milli // GPU_MILLI, "gpu_milli": gpu_capacity_milli},
+        "pods": {"total": len(records), "created": len(created), "bound": sum(len(v) for v in pending.values()),
+                 "never_bound": len(records) - sum(len(v) for v in pending.values()),
+                 "unschedulable_ever": len(unsched), "deleted": deleted, "gone": gone,
+                 "cut_at_window_end": sum(r.cut for r in records), "create_failed": sum(bool(r.create_error)
+                                                                                        for r in records),
+                 "by_qos": {q: sum(1 for r in records if (r.qos or "(none)") == q) for q in qos_names}},
+        "pending_ms": {q: _quantiles_ms(v) for q, v in pending.items()},
+        "never_bound": {q: {k: {"pods": e["pods"], "reasons": dict(e["reasons"].most_common())}
+                            for k, e in sorted(kinds.items(), key=lambda kv: KINDS.index(kv[0]))}
+                        for q, kinds in sorted(never_bound.items())},
+        "unschedulable": {"peak": u_peak, "peak_at_s": round((u_at - t0) / 1000, 3) if u_peak else None,
+                          "mean": round(u_mean, 3)},
+        "gpu_allocation": {"peak_milli": g_peak, "max_pct": round(100 * g_peak / cap, 3),
+                           "mean_pct": round(100 * g_mean / cap, 3)},
+        "series": {"t_s": [round((t - t0) / 1000, 3) for t in times],
+                   "unschedulable": [_at(unsched, t) for t in times],
+                   "pending": [_at(waiting, t) for t in times],
+                   "running": [_at(running, t) for t in times],
+                   "gpu_allocated_pct": [round(100 * _at(gpu, t) / cap, 3) for t in times]},
+        "timing": {"replay_s": round((t1 - t0) / 1000, 3), "planned_s": schedule.get("duration_s"),
+                   "late_threshold_ms": round(1000 * LATE_S), "late_creates": sum(1 for v in lags if v > LATE_S),
+                   "create_lag_ms": _quantiles_ms([1000 * v for v in lags]),
+                   "late_deletes": sum(1 for v in dlags if v > LATE_S),
+                   "delete_lag_ms": _quantiles_ms([1000 * v for v in dlags])},
+        "checks": {
+            "every_pod_created_and_deleted": {"pods": len(records), "created": len(created), "deleted": deleted,
+                                              "gone": gone, "stopped": stopped,
+                                              "passed": not stopped and len(created) == len(records)
+                                              and deleted == len(created) and gone == len(created)},
+            "allocation_equals_apiserver": None if theirs is None else {
+                "replay_gpu_milli": held, "apiserver_gpu_milli": theirs, "passed": held == theirs,
                 "apiserver": apiserver},
         },
     }

@@ -2,7 +2,9 @@
 
 One replay, phase by phase (each phase's time goes to ``summary.json`` ``timings``):
 
-1. ``sequence``: the simulator's pod sequence for the seed (:func:`hollowscale.trace.paper.paper_sequence`);
+1. ``sequence``: what is replayed (:func:`hollowscale.replay.modes.plan_replay`, the one place the mode
+   picks its driver): the simulator's pod sequence for the seed (:func:`hollowscale.trace.paper.paper_sequence`),
+   or a timed replay's schedule (:func:`hollowscale.replay.timed.timed_schedule`);
 2. ``check``: a variant's scheduler configuration read by kube-scheduler itself
    (``--write-config-to``: it exits 1 on anything it refuses) before anything starts;
 3. ``cluster``: a local control plane with the variant's scheduler configuration (and the user's own
@@ -10,21 +12,23 @@ One replay, phase by phase (each phase's time goes to ``summary.json`` ``timings
 4. ``objects``: the run's namespace, a priority class per QoS class, the GPU DeviceClass (DRA variants);
 5. ``agents``: one hollow agent with every trace node as a node of its shape; every node Ready and,
    for DRA variants, every GPU node's ResourceSlice published;
-6. ``replay``: the paper's protocol (:class:`hollowscale.replay.driver.PaperReplay`);
+6. ``replay``: the mode's driver behind :class:`hollowscale.replay.modes.ReplayRun`: the paper's protocol
+   (:class:`hollowscale.replay.driver.PaperReplay`) or the time-faithful replay
+   (:class:`hollowscale.replay.timed.TimedReplay`);
 7. ``gather``: the API server's own allocation, the scheduler's metrics, CPU of the agent and the
    control plane, the figures (:mod:`hollowscale.replay.figures`);
 8. ``teardown``: the agent (it deletes its nodes), the user's scheduler, the cluster.
 
 A run folder holds ``summary.json``, ``summary.md``, ``pods.csv`` (one line per pod and verdict) and
-the agent's and components' logs; the scenario's folder holds one per variant and seed and the
-comparison (:mod:`hollowscale.replay.report`).  Exit code: 0 every replay complete and every check
-passed, 1 a check failed, 2 a replay incomplete, 130 interrupted.
+the agent's and components' logs; the scenario's folder holds one per variant and seed (a timed
+replay is deterministic: one per variant) and the comparison (:mod:`hollowscale.replay.report`).  Exit
+code: 0 every replay complete and every check passed, 1 a check failed, 2 a replay incomplete, 130
+interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import signal
 import subprocess
@@ -45,16 +49,14 @@ from hollow.dra import GPU_CLASS, device_class
 from hollow.process import AgentProcess, start_agent
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
-from hollowscale.replay.driver import PaperReplay, apiserver_allocation
-from hollowscale.replay.figures import replay_figures
+from hollowscale.replay.driver import apiserver_allocation
+from hollowscale.replay.modes import ReplayRun, ReplayTarget, plan_replay
 from hollowscale.replay.pods import priority_classes
 from hollowscale.replay.report import modelled, write_comparison, write_run_markdown
 from hollowscale.scenario.trace import TraceScenario, TraceVariantSpec
 from hollowscale.timestamps import iso
-from hollowscale.trace import inspect_trace
 from hollowscale.trace.frag import ClusterState, typical_shapes
 from hollowscale.trace.nodes import REPLAY_NODE_KEY, node_map, trace_pools
-from hollowscale.trace.paper import paper_sequence
 from kubecore.config import load_endpoint
 from kubecore.namespaces import claim_namespace
 from kubecore.promtext import families
@@ -188,17 +190,14 @@ def run_one(ts: TraceScenario, variant: TraceVariantSpec, seed: int, run_dir: Pa
     info: ClusterInfo | None = None
     agent: AgentProcess | None = None
     user_sched: subprocess.Popen[bytes] | None = None
-    replay: PaperReplay | None = None
+    replay: ReplayRun | None = None
     code = EXIT_INCOMPLETE
     work = Path(tempfile.mkdtemp(prefix="hs-replay-"))
     try:
         phase("sequence")
-        seq = paper_sequence(ts.trace, seed, spec.demand)
-        pods = list(seq.pods[: spec.limit_pods] if spec.limit_pods else seq.pods)
-        summary["sequence"] = {"pods": len(pods), "trace_pods": seq.trace_pods, "added": seq.added,
-                               "removed": seq.removed, "demand_milli": seq.demand_milli,
-                               "target_milli": seq.target_milli, "capacity_milli": seq.capacity_milli,
-                               "limited_to": spec.limit_pods}
+        plan = plan_replay(ts, seed)
+        summary["mode"] = spec.mode
+        summary[plan.key] = plan.summary
         phase("check")
         user = ts.scheduler_configs.get(variant.name, {})
         refused = check_scheduler_config(user, work)
@@ -261,29 +260,22 @@ def run_one(ts: TraceScenario, variant: TraceVariantSpec, seed: int, run_dir: Pa
         pids = {**{f"cluster:{k}": v for k, v in info.pids.items()}, "agent": agent.pid}
         cpu0 = _cpu_s(pids)
         metrics0 = _scheduler_metrics(info.metrics["scheduler"])
-        replay = PaperReplay(session, server, ns.name, run_id, gpu_mode, state, scheduler_name,
-                             spec.verdict_timeout_s,
-                             progress=lambda done, n: log(f"    {done}/{n} pods") if done % 1000 == 0 or done == n
-                             else None)
-        replay.run(pods, stop)
+        replay = plan.start(ReplayTarget(session, server, ns.name, run_id, gpu_mode, state, scheduler_name, log))
+        replay.run(stop)
         cpu1 = _cpu_s(pids)
         metrics1 = _scheduler_metrics(info.metrics["scheduler"])
         phase("gather")
         api = apiserver_allocation(session, server, ns.name, run_id)
-        kinds = {k: v["pods"] for k, v in inspect_trace(ts.trace)["pods"]["by_kind"].items()}
-        figures = replay_figures(replay.records, replay.checkpoints, state.gpu_capacity_milli,
-                                 state.cpu_capacity_milli, state.memory_capacity_mib,
-                                 kinds if not seq.removed and not spec.limit_pods else None, api, gpu_mode,
-                                 replay.started_ms, replay.ended_ms)
-        seconds = max(1e-9, (replay.ended_ms - replay.started_ms) / 1000)
+        figures = replay.figures(api)
+        seconds = replay.seconds
         summary["replay"] = figures
         summary["scheduler_metrics"] = _metrics_delta(metrics0, metrics1)
         summary["resources"] = {"cpu_s": {k: round(cpu1[k] - cpu0[k], 2) for k in cpu1 if k in cpu0},
                                 "cpu_cores": {k: round((cpu1[k] - cpu0[k]) / seconds, 3) for k in cpu1 if k in cpu0},
                                 "source": "psutil cpu_times (user + system) of each process over the replay"}
         errors += replay.errors
-        _write_pods_csv(run_dir / "pods.csv", replay)
-        stopped = stop() or len(replay.records) < len(pods)
+        replay.write_pods_csv(run_dir / "pods.csv")
+        stopped = stop() or not replay.complete
         summary["complete"] = not stopped
         checks = [c for c in figures["checks"].values() if c is not None]
         summary["passed"] = all(c["passed"] for c in checks)
@@ -330,15 +322,12 @@ def run_one(ts: TraceScenario, variant: TraceVariantSpec, seed: int, run_dir: Pa
     return RunResult(variant.name, seed, code, run_dir, summary)
 
 
-def _write_pods_csv(path: Path, replay: PaperReplay) -> None:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["index", "pod", "trace_pod", "kind", "tuned", "gpu_milli_asked", "verdict", "node", "devices",
-                    "reason", "latency_ms", "arrived_milli", "allocated_milli"])
-        for r in replay.records:
-            w.writerow([r.index, r.name, r.trace_name, r.kind, int(r.tuned), r.arrived_gpu_milli, r.verdict, r.node,
-                        " ".join(f"gpu-{i}:{m}" for i, m in r.devices), r.reason,
-                        round(r.verdict_ms - r.created_ms, 1), r.arrived_milli, r.allocated_milli])
+def run_seeds(ts: TraceScenario, given: list[int] | None = None) -> list[int]:
+    """The seeds each variant runs with: those given, else the scenario's; a timed replay has no seed to vary
+    (no shuffle, no tuning: deterministic), so it runs once, as seed 0."""
+    if ts.spec.mode == "timed":
+        return [0]
+    return list(given or ts.spec.seeds)
 
 
 def run_scenario(ts: TraceScenario, out_root: Path, variants: list[str] | None = None, seeds: list[int] | None = None,
@@ -357,12 +346,16 @@ def run_scenario(ts: TraceScenario, out_root: Path, variants: list[str] | None =
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     results: list[RunResult] = []
     try:
+        if ts.spec.mode == "timed" and seeds:
+            log(f"{ts.name}: a timed replay is deterministic: the seeds given ({', '.join(map(str, seeds))}) "
+                "are not used; each variant runs once")
         for v in chosen:
-            for seed in seeds or list(ts.spec.seeds):
+            for seed in run_seeds(ts, seeds):
                 if stopping["now"]:
                     break
-                log(f"{ts.name}: variant {v.name}, seed {seed}")
-                results.append(run_one(ts, v, seed, parent / f"{v.name}-seed{seed}", log, lambda: stopping["now"]))
+                log(f"{ts.name}: variant {v.name}, " + ("timed" if ts.spec.mode == "timed" else f"seed {seed}"))
+                folder = f"{v.name}-timed" if ts.spec.mode == "timed" else f"{v.name}-seed{seed}"
+                results.append(run_one(ts, v, seed, parent / folder, log, lambda: stopping["now"]))
                 log(f"  done: exit {results[-1].code} ({results[-1].run_dir})")
     finally:
         for s, h in old.items():
@@ -374,4 +367,4 @@ def run_scenario(ts: TraceScenario, out_root: Path, variants: list[str] | None =
 
 
 __all__ = ["EXIT_CHECK_FAILED", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED", "EXIT_PASSED", "RunResult",
-           "check_scheduler_config", "run_one", "run_scenario"]
+           "check_scheduler_config", "run_one", "run_scenario", "run_seeds"]

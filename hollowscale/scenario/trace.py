@@ -10,7 +10,7 @@ replayed; its nodes are the trace's (every trace node a hollow node of its shape
       trace:
         pods: ../traces/alibaba-gpu-2023/openb_pod_list_default.csv
         nodes: ../traces/alibaba-gpu-2023/openb_node_list_gpu_node.csv
-        mode: paper          # the paper's protocol (the only mode so far)
+        mode: paper          # the paper's protocol (or timed: below)
         demand: 1.3          # tuned to this multiple of the GPU capacity (0: the trace as it is)
         seeds: [42]          # Go seeds of the simulator's shuffle and tuning
     variants:
@@ -22,7 +22,24 @@ replayed; its nodes are the trace's (every trace node a hollow node of its shape
 ``gpus`` says how GPUs are asked for, in the DRA part's words (:mod:`hollowscale.scenario.dra`):
 ``claims`` (the default: DRA devices, a claim per GPU pod) with ``gpu_sharing: true`` (a share takes
 its milli-GPU of one device's ``shares``) or ``false`` (a share rounded up to a whole device), or
-``counted`` (``nvidia.com/gpu``, a share rounded up).  Everything is checked before anything starts:
+``counted`` (``nvidia.com/gpu``, a share rounded up).
+
+``mode: timed`` is the time-faithful replay (:mod:`hollowscale.replay.timed`): the trace's own pods as
+they are (no tuning, no shuffle: ``demand`` and ``seeds`` are refused; a timed replay is deterministic
+and runs once per variant), each created at its ``creation_time`` and deleted at its ``deletion_time``,
+both divided by ``compress`` (trace seconds per replay second, required, > 0), bound or still pending;
+``window: {start_s, end_s}`` (trace seconds) keeps only the pods created inside it and ends the replay
+at ``end_s``.  Every pod of the trace needs both times::
+
+    workload:
+      trace:
+        pods: ../traces/alibaba-gpu-2023/openb_pod_list_default.csv
+        nodes: ../traces/alibaba-gpu-2023/openb_node_list_gpu_node.csv
+        mode: timed
+        compress: 10000      # 149 days in ~21 minutes
+        window: {start_s: 9500000, end_s: 10364000}   # optional
+
+Everything is checked before anything starts:
 the file, the trace (every problem with its file, line and column), a scheduler configuration file
 (:func:`scheduler_config_problems`; the runner also has kube-scheduler itself read it).
 """
@@ -59,9 +76,34 @@ PROFILES = ("default", "packing")
 PACKING = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{
     "name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated", "resources": [
         {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]}}}]}]}
-MODES = ("paper",)
+MODES = ("paper", "timed")
 GPU_ASKS = ("claims", "counted")
 SCHEDULER_API = "kubescheduler.config.k8s.io/v1"
+
+
+class TimeWindow(Spec):
+    """The part of a trace a timed replay plays (``workload.trace.window``), in trace seconds.
+
+    Attributes:
+        start_s: the replay's start: pods created before it are left out (None: the earliest creation).
+        end_s: the replay's end: pods created at or after it are left out, pods still running then are
+            deleted then (None: the last deletion).
+    """
+
+    start_s: number(0, None) | None = None  # type: ignore[valid-type]
+    end_s: number(0, None) | None = None  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _order(self) -> TimeWindow:
+        if self.start_s is not None and self.end_s is not None and self.end_s <= self.start_s:
+            raise_problems("TimeWindow", [(("end_s",), f"expected a number > start_s ({self.start_s:g}), "
+                                                       f"got {self.end_s:g}")])
+        return self
+
+
+#: fields only one mode reads: in the other a value is refused rather than ignored
+PAPER_ONLY = ("demand", "seeds", "verdict_timeout_s")
+TIMED_ONLY = ("compress", "window")
 
 
 class TraceWorkloadSpec(Spec):
@@ -71,11 +113,14 @@ class TraceWorkloadSpec(Spec):
         pods: the pod list (CSV) or a ``kubectl get nodes,pods -A -o json`` dump, relative to the scenario.
         nodes: the node list (CSV, or a dump); a CSV pod list needs it, a dump has its own.
         mode: ``paper``: the paper's protocol (shuffle and tune with the seed, one pod at a time, each
-            waiting for its verdict, unschedulable ones deleted).
-        demand: the multiple of the GPU capacity the pod list is tuned to (0: the trace as it is).
-        seeds: Go seeds of the shuffle and the tuning (each seed one replay per variant).
-        limit_pods: replay only the first N pods of each sequence (a shorter run; None: all).
-        verdict_timeout_s: how long one pod may wait for the scheduler's verdict.
+            waiting for its verdict, unschedulable ones deleted); ``timed``: the time-faithful replay
+            (module docstring).
+        demand: the multiple of the GPU capacity the pod list is tuned to (0: the trace as it is); paper only.
+        seeds: Go seeds of the shuffle and the tuning (each seed one replay per variant); paper only.
+        limit_pods: replay only the first N pods of each sequence (timed: the first N created; None: all).
+        verdict_timeout_s: how long one pod may wait for the scheduler's verdict; paper only.
+        compress: timed only (required there): trace seconds per replay second.
+        window: timed only: the part of the trace replayed (:class:`TimeWindow`; None: all of it).
         gpu_resource, model_label, share_annotation, daemonsets: how a dump is read
             (``hollowscale trace inspect --help``).
     """
@@ -87,6 +132,8 @@ class TraceWorkloadSpec(Spec):
     seeds: tuple[Annotated[int, number(-(2**62), 2**62, integer=True)], ...] = (42,)
     limit_pods: number(1, 10_000_000, integer=True) | None = None  # type: ignore[valid-type]
     verdict_timeout_s: Seconds = 120.0
+    compress: number(0, None, lo_open=True) | None = None  # type: ignore[valid-type]
+    window: TimeWindow | None = None
     gpu_resource: StrictStr = "nvidia.com/gpu"
     model_label: StrictStr | None = None
     share_annotation: StrictStr = "alibabacloud.com/gpu-milli"
@@ -99,6 +146,20 @@ class TraceWorkloadSpec(Spec):
             problems.append((("seeds",), "expected at least one seed"))
         if len(set(self.seeds)) != len(self.seeds):
             problems.append((("seeds",), f"expected each seed once, got {list(self.seeds)}"))
+        given = self.model_fields_set
+        if self.mode == "timed":
+            if self.compress is None:
+                problems.append((("compress",), "is required with mode timed: trace seconds per replay second "
+                                                "(e.g. 10000 plays 149 days in ~21 minutes)"))
+            why = {"demand": "a timed replay plays the trace's own pods as they are (no tuning); remove it",
+                   "seeds": "a timed replay is deterministic (no shuffle, no tuning) and runs once per variant; "
+                            "remove it",
+                   "verdict_timeout_s": "a timed replay waits for no verdict (pods end at their deletion time); "
+                                        "remove it"}
+            problems += [((k,), why[k]) for k in PAPER_ONLY if k in given]
+        else:
+            problems += [((k,), f"is for mode timed only (mode is {self.mode}); remove it")
+                         for k in TIMED_ONLY if getattr(self, k) is not None]
         raise_problems("TraceWorkloadSpec", problems)
         return self
 
@@ -252,6 +313,29 @@ def scheduler_config_problems(doc: Any, where: str) -> list[str]:
     return out
 
 
+def timed_problems(trace: Trace, spec: TraceWorkloadSpec) -> list[FieldError]:
+    """Why ``trace`` cannot be replayed time-faithfully as ``spec`` asks: pods without a creation or a
+    deletion time (the first few with file, line and column, then a count), a window no pod is created in."""
+    untimed = [p for p in trace.pods if p.creation_s is None or p.deletion_s is None]
+    if untimed:
+        shown = [trace.problem(p, "creation_time" if p.creation_s is None else "deletion_time",
+                               "a time-faithful replay needs a creation and a deletion time on every pod")
+                 .render(trace.pods_source) for p in untimed[:5]]
+        more = f" (and {len(untimed) - 5} more pods)" if len(untimed) > 5 else ""
+        return [FieldError("workload.trace.mode", f"timed: {len(untimed)} of {len(trace.pods)} pods lack a "
+                                                  f"creation or deletion time{more}: " + "; ".join(shown))]
+    w = spec.window
+    if w is not None:
+        start = w.start_s if w.start_s is not None else float("-inf")
+        end = w.end_s if w.end_s is not None else float("inf")
+        if not any(start <= (p.creation_s or 0) < end for p in trace.pods):
+            first = min(p.creation_s or 0 for p in trace.pods)
+            last = max(p.creation_s or 0 for p in trace.pods)
+            return [FieldError("workload.trace.window", f"no pod of the trace is created inside it (pods are "
+                                                        f"created from {first} to {last} s)")]
+    return []
+
+
 def load_trace_scenario(path: str | Path) -> TraceScenario:
     """Read and check a trace scenario: the file, the trace, the scheduler configuration files.
 
@@ -287,6 +371,8 @@ def load_trace_scenario(path: str | Path) -> TraceScenario:
                 configs[v.name] = {k: doc[k] for k in doc if k in USER_FIELDS}
         else:
             configs[v.name] = {}
+    if trace is not None and spec.mode == "timed":
+        problems += timed_problems(trace, spec)
     if trace is not None and trace.gpus == 0 and any(v.gpus == "claims" for v in sf.variants):
         problems.append(FieldError("variants", "the trace's nodes have no GPUs: no claim can be allocated"))
     if problems or trace is None:

@@ -12,6 +12,7 @@ first failure.  About a minute.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -124,3 +125,71 @@ def test_an_excerpt_replays_in_the_papers_protocol(replay_env: dict[str, Any]) -
     bound_nodes = {r.node for r in replay.records if r.verdict == BOUND}
     assert bound_nodes <= set(node_map(e["pools"]))
     assert f["scheduler"]["verdicts_per_s"] > 5, (f["scheduler"], took)
+
+
+def test_a_timed_replay_of_an_excerpt(replay_env: dict[str, Any]) -> None:
+    """The excerpt's pods at their own times, from the trace second 9,900,000 (the one earlier pod left out
+    by the window), compressed to last about 40 s, through the real scheduler: every pod created and deleted
+    at its time whether bound or pending.  So that some pods stay unschedulable (the excerpt alone never
+    fills 50 nodes), a burst of 12 copies of an 8-GPU pod pinned to the excerpt's two G3 nodes (16 GPUs)
+    arrives half-way and ends 8 s later: at most 2 can run, the rest pend as unschedulable until deleted."""
+    from dataclasses import replace
+
+    from hollowscale.replay.figures import timed_figures
+    from hollowscale.replay.timed import TimedReplay, timed_schedule
+
+    e = replay_env
+    run_id, session, server, cut = e["run_id"], e["session"], e["server"], e["trace"]
+    start = 9_900_000
+    inside = [p for p in cut.pods if (p.creation_s or 0) >= start]
+    last = max(p.deletion_s or 0 for p in inside)
+    compress = (last - start) / 40
+    base = next(p for p in inside if p.kind == "one" and p.qos == "LS" and p.cpu_milli <= 16_000)
+    at = start + (last - start) // 2
+    burst = [replace(base, name=f"burst-{i}", num_gpu=8, gpu_milli=1000, gpu_spec=("G3",), creation_s=at,
+                     deletion_s=at + int(8 * compress)) for i in range(12)]
+    schedule = timed_schedule([*cut.pods, *burst], compress, start_s=start)
+    assert len(schedule.pods) == len(inside) + 12 >= 290 and 39 < schedule.duration_s <= 40.001
+    replay = TimedReplay(session, server, run_id, run_id, "dra-shared", schedule, workers=3)  # the session holds 4
+    t0 = time.monotonic()
+    replay.run()
+    took = time.monotonic() - t0
+    api = apiserver_allocation(session, server, run_id, run_id)
+    state = ClusterState(node_map(e["pools"]).items(), typical_shapes(cut.pods))
+    f = timed_figures(replay.records, state.gpu_capacity_milli, api, "dra-shared", replay.started_ms,
+                      replay.ended_ms, schedule.summary())
+    ARTIFACTS.mkdir(exist_ok=True)  # the figures, for a post-mortem
+    (ARTIFACTS / f"timed-replay-{run_id}.json").write_text(json.dumps({"took_s": took, "figures": f}, indent=1))
+    assert replay.errors == [] and not replay.stopped, replay.errors
+    assert 39 < took < 130, took
+    checks = f["checks"]
+    assert checks["every_pod_created_and_deleted"]["passed"], checks["every_pod_created_and_deleted"]
+    assert all(r.created_ms is not None and r.deleted_ms is not None and r.gone_ms is not None for r in replay.records)
+    # every bound pod let go of its GPUs: the API server holds nothing of the run, as the harness's account says
+    assert api["pods_bound"] == 0 and api["claims_allocated"] == 0 and api["claim_shares_milli"] == 0, api
+    assert checks["allocation_equals_apiserver"]["passed"], checks["allocation_equals_apiserver"]
+    # pending time per QoS class, from the client's clock
+    qos = {p.pod.qos for p in schedule.pods}
+    assert set(f["pending_ms"]) == qos and f["pods"]["bound"] > 20, (f["pending_ms"], f["pods"])
+    assert sum(d["count"] for d in f["pending_ms"].values()) == f["pods"]["bound"]
+    assert f["pending_ms"]["LS"]["count"] > 0 and f["pending_ms"]["BE"]["count"] > 0
+    assert all(d["p50"] <= d["p99"] <= d["max"] for d in f["pending_ms"].values() if d["count"])
+    bound_nodes = {r.node for r in replay.records if r.bound_ms is not None}
+    assert bound_nodes <= set(node_map(e["pools"]))
+    # the burst: at most 2 ran, the others were unschedulable until deleted, with the scheduler's message
+    mine = [r for r in replay.records if r.trace_name.startswith("burst-")]
+    pinned = {r.node for r in mine if r.bound_ms is not None}
+    assert len(pinned) == sum(1 for r in mine if r.bound_ms is not None) <= 2
+    refused = [r for r in mine if r.bound_ms is None]
+    assert len(refused) >= 10 and all(r.unschedulable_events >= 1 and r.reason for r in refused), refused
+    assert f["unschedulable"]["peak"] >= 10 and f["pods"]["unschedulable_ever"] >= 10
+    assert sum(k["pods"] for k in f["never_bound"]["LS"].values()) >= 10
+    # the series is the per-pod records counted at each point
+    for t_s, n in zip(f["series"]["t_s"], f["series"]["unschedulable"], strict=True):
+        t = replay.started_ms + 1000 * t_s
+        assert n == sum(1 for r in replay.records if r.unschedulable_ms is not None and r.unschedulable_ms <= t
+                        < (r.pending_end_ms or float("inf"))), t_s
+    assert max(f["series"]["unschedulable"]) >= 10 and f["series"]["unschedulable"][-1] == 0
+    assert max(f["series"]["gpu_allocated_pct"]) > 0 and f["series"]["gpu_allocated_pct"][-1] == 0
+    lag = f["timing"]["create_lag_ms"]
+    assert lag["count"] == len(schedule.pods) and lag["max"] is not None

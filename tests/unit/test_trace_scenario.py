@@ -74,7 +74,7 @@ def test_a_bad_trace_is_refused_with_file_line_and_column(tmp_path: Path) -> Non
      "false)"),
     ({"variants": [{"name": "a"}, {"name": "a"}]}, "s.yaml: variants[1].name: duplicate variant name 'a'"),
     ({"trace": {"seeds": [1, 1]}}, "s.yaml: workload.trace.seeds: expected each seed once, got [1, 1]"),
-    ({"trace": {"mode": "timed"}}, "s.yaml: workload.trace.mode: expected one of paper, got 'timed'"),
+    ({"trace": {"mode": "live"}}, "s.yaml: workload.trace.mode: expected one of paper, timed, got 'live'"),
     ({"pools": []}, "s.yaml: pools: unknown key (expected one of: cluster, description, name, timeout_s, variants, "
                     "workload)"),
 ])
@@ -170,3 +170,56 @@ def test_modelled_says_how_shares_were_asked(tmp_path: Path) -> None:
     assert any("1,000 milli-GPU 'shares'" in s for s in modelled("dra-shared", a, ts))
     assert any("rounded up to one whole GPU" in s for s in modelled("counted", b, ts))
     assert any("MostAllocated" in s and "packs by CPU and memory" in s for s in modelled("dra-shared", p, ts))
+
+
+@pytest.mark.parametrize(("trace", "expected"), [
+    ({"mode": "timed"}, "s.yaml: workload.trace.compress: is required with mode timed: trace seconds per replay "
+                        "second (e.g. 10000 plays 149 days in ~21 minutes)"),
+    ({"mode": "timed", "compress": 0}, "s.yaml: workload.trace.compress: expected a number > 0, got 0"),
+    ({"mode": "timed", "compress": -3}, "s.yaml: workload.trace.compress: expected a number > 0, got -3"),
+    ({"compress": 10}, "s.yaml: workload.trace.compress: is for mode timed only (mode is paper); remove it"),
+    ({"window": {"start_s": 1}}, "s.yaml: workload.trace.window: is for mode timed only (mode is paper); remove it"),
+    ({"mode": "timed", "compress": 10, "demand": 1.3},
+     "s.yaml: workload.trace.demand: a timed replay plays the trace's own pods as they are (no tuning); remove it"),
+    ({"mode": "timed", "compress": 10, "seeds": [1]},
+     "s.yaml: workload.trace.seeds: a timed replay is deterministic (no shuffle, no tuning) and runs once per "
+     "variant; remove it"),
+    ({"mode": "timed", "compress": 10, "verdict_timeout_s": 5},
+     "s.yaml: workload.trace.verdict_timeout_s: a timed replay waits for no verdict (pods end at their deletion "
+     "time); remove it"),
+    ({"mode": "timed", "compress": 10, "window": {"start_s": 5, "end_s": 5}},
+     "s.yaml: workload.trace.window.end_s: expected a number > start_s (5), got 5"),
+    ({"mode": "timed", "compress": 10, "window": {"start_s": 0, "end_s": 5}},
+     "s.yaml: workload.trace.window: no pod of the trace is created inside it (pods are created from 10178857 to "
+     "12857696 s)"),
+])
+def test_a_bad_timed_replay_is_refused_with_its_field(tmp_path: Path, trace: dict[str, Any], expected: str) -> None:
+    assert expected in _refused(_scenario(tmp_path, trace=trace))
+
+
+def test_a_timed_replay_of_a_trace_without_times_is_refused_with_file_line_and_column(tmp_path: Path) -> None:
+    lines = (EXCERPT / "pods.csv").read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[9] = ""  # openb-pod-0646's deletion_time
+    lines[2] = ",".join(cells)
+    pods = tmp_path / "pods.csv"
+    pods.write_text("\n".join(lines) + "\n")
+    assert _refused(_scenario(tmp_path, trace={"pods": str(pods), "mode": "timed", "compress": 10})) == [
+        "s.yaml: workload.trace.mode: timed: 1 of 30 pods lack a creation or deletion time: pods.csv:3:10: "
+        "deletion_time: a time-faithful replay needs a creation and a deletion time on every pod"]
+    load_trace_scenario(_scenario(tmp_path, trace={"pods": str(pods)}))  # the paper's protocol needs no times
+
+
+def test_a_timed_scenario_reads(tmp_path: Path) -> None:
+    ts = load_trace_scenario(_scenario(tmp_path, trace={"mode": "timed", "compress": 1000,
+                                                        "window": {"start_s": 10_000_000}}))
+    assert ts.spec.mode == "timed" and ts.spec.compress == 1000.0
+    assert ts.spec.window is not None and (ts.spec.window.start_s, ts.spec.window.end_s) == (10_000_000, None)
+
+
+def test_validate_says_how_a_timed_scenario_replays(tmp_path: Path) -> None:
+    path = _scenario(tmp_path, trace={"mode": "timed", "compress": 1000, "window": {"start_s": 10_000_000}})
+    r = CliRunner().invoke(main, ["trace", "validate", str(path)])
+    assert r.exit_code == 0, r.output
+    assert ("timed replay compressed 1,000x over trace seconds 10,000,000 to the last deletion, once per variant"
+            in r.output) and "tuned to" not in r.output
