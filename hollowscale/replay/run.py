@@ -49,6 +49,7 @@ from hollow.dra import GPU_CLASS, device_class
 from hollow.process import AgentProcess, start_agent
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
+from hollowscale.paths import fresh_dir
 from hollowscale.replay.driver import apiserver_allocation
 from hollowscale.replay.modes import ReplayRun, ReplayTarget, plan_replay
 from hollowscale.replay.pods import priority_classes
@@ -334,8 +335,8 @@ def run_scenario(ts: TraceScenario, out_root: Path, variants: list[str] | None =
                  log: Callable[[str], None] = print) -> tuple[int, Path, list[RunResult]]:
     """Every variant (or those named) with every seed (or those given), each on a fresh cluster; the
     comparison beside them.  Returns (exit code: the worst, parent folder, results)."""
-    parent = Path(out_root) / f"{time.strftime('%Y%m%d-%H%M%S')}-{ts.name}"
-    parent.mkdir(parents=True, exist_ok=True)
+    # a folder of its own, never one another replay started in the same second already writes into
+    parent = fresh_dir(Path(out_root), f"{time.strftime('%Y%m%d-%H%M%S')}-{ts.name}")
     chosen = [v for v in ts.file.variants if not variants or v.name in variants]
     stopping = {"now": False}
 
