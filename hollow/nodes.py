@@ -273,8 +273,9 @@ class NodeManager(TimedTasks[str]):
         giving up after ``timeout_s``.
 
         By uid (a DELETE precondition): a node someone deleted and made again under the name is not ours
-        and stays (409).  A Lease goes by the resourceVersion of our last write where we know it; any
-        other is left to the garbage collector, which deletes it only with the node it is owned by (ours).
+        and stays (409).  A Lease goes by the resourceVersion of our last write where we know it, else
+        (a renewal failed or was cancelled) by the version it has now, once read and seen to be owned by
+        our node; one owned by anything else stays.
         """
         ours = {name: state for name, state in self.nodes.items() if state.uid}
 
@@ -285,8 +286,7 @@ class NodeManager(TimedTasks[str]):
                 log.warning("node %s is not the one this agent registered any more (uid changed): left as it is",
                             name)
                 return
-            if state.lease_rv:
-                await self._delete_lease(name, state)
+            await self._delete_lease(name, state)
 
         try:
             await asyncio.wait_for(asyncio.gather(*(one(n, s) for n, s in ours.items())), timeout_s)
@@ -295,26 +295,31 @@ class NodeManager(TimedTasks[str]):
             log.warning("gave up deleting nodes after %.0fs (is the apiserver up?)", timeout_s)
 
     async def _delete_lease(self, name: str, state: NodeState) -> None:
-        """Delete ``name``'s Lease at the resourceVersion of our last write; when a renewal cancelled at
-        stop landed after it (409), read the Lease and delete it at its current version if it is owned
-        by the node we registered (its ownerReference carries our node's uid), so nothing of ours waits
-        for the garbage collector."""
+        """Delete ``name``'s Lease at the resourceVersion of our last write.  When that version is unknown
+        (the last renewal failed or was cancelled at stop) or stale (409: a renewal cancelled at stop
+        landed after it), read the Lease and delete it at its current version if it is owned by the node
+        we registered (its ownerReference carries our node's uid), so nothing of ours waits for the
+        garbage collector and nothing of anyone else's is touched."""
         path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}"
         rv = state.lease_rv
         for _ in range(3):
+            if not rv:
+                current = await self.api.request("get_lease", "GET", path)
+                if not current.ok:  # 404: no Lease to delete
+                    return
+                meta = current.json().get("metadata") or {}
+                owners = {ref.get("uid") for ref in meta.get("ownerReferences") or []}
+                if state.uid not in owners:
+                    log.warning("lease %s is not owned by the node this agent registered: left as it is", name)
+                    return
+                rv = meta.get("resourceVersion", "")
+                if not rv:
+                    return
             resp = await self.api.request("delete_lease", "DELETE", path,
                                           body={"preconditions": {"resourceVersion": rv}})
             if resp.status != 409:
                 return
-            current = await self.api.request("get_lease", "GET", path)
-            if not current.ok:
-                return
-            meta = current.json().get("metadata") or {}
-            owners = {ref.get("uid") for ref in meta.get("ownerReferences") or []}
-            if state.uid not in owners:
-                log.warning("lease %s is not owned by the node this agent registered: left as it is", name)
-                return
-            rv = meta.get("resourceVersion", "")
+            rv = ""
 
     async def stop(self) -> None:
         """Cancel in-flight refreshes."""
