@@ -251,7 +251,7 @@ class PaperReplay:
                                                        s.cpu_allocated_milli, s.memory_allocated_mib,
                                                        s.frag_milli, s.frag_ratio))
                     next_pct += 1
-                if self.progress is not None and (done % 50 == 0 or done == len(pods) - 1):
+                if self.progress is not None and ((done + 1) % 50 == 0 or done == len(pods) - 1):
                     self.progress(done + 1, len(pods))
         finally:
             self.ended_ms = now_ms()
