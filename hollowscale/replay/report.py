@@ -322,13 +322,20 @@ def comparison_markdown(c: dict[str, Any]) -> str:
         lines.append(f"| {pct} | " + " | ".join(band((v.get("frag_ratio_pct") or {}).get(k))
                                                for v in c["variants"].values()) + " |")
     lines.append("")
+    lines += _cost_lines(c, band)
+    return "\n".join(lines) + "\n"
+
+
+def _cost_lines(c: dict[str, Any], band: Callable[..., str]) -> list[str]:
+    """Each variant's CPU over the replay and its phases' times (both modes' comparisons end with them)."""
+    lines = []
     for name, v in c["variants"].items():
         if v.get("cpu_cores"):
             lines.append(f"- {name}: CPU cores over the replay: " + ", ".join(
                 f"{k} {band(b, 3)}" for k, b in v["cpu_cores"].items()))
         for t in v.get("timings_s") or []:
             lines.append(f"- {name}: phases (s): " + ", ".join(f"{k} {number(x, 1)}" for k, x in (t or {}).items()))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _timed_comparison_markdown(c: dict[str, Any], band: Callable[..., str]) -> str:
@@ -351,12 +358,7 @@ def _timed_comparison_markdown(c: dict[str, Any], band: Callable[..., str]) -> s
                      f"{band(v.get('gpu_allocation_max_pct'))} | {band(v.get('late_creates'), 0)} "
                      f"| {'passed' if v['passed'] else 'FAILED'}{'' if v['complete'] else ', incomplete'} |")
     lines.append("")
-    for name, v in c["variants"].items():
-        if v.get("cpu_cores"):
-            lines.append(f"- {name}: CPU cores over the replay: " + ", ".join(
-                f"{k} {band(b, 3)}" for k, b in v["cpu_cores"].items()))
-        for tm in v.get("timings_s") or []:
-            lines.append(f"- {name}: phases (s): " + ", ".join(f"{k} {number(x, 1)}" for k, x in (tm or {}).items()))
+    lines += _cost_lines(c, band)
     return "\n".join(lines) + "\n"
 
 
