@@ -16,7 +16,8 @@ arrived demand at each 5% (the paper's figure), allocated % and unallocated GPUs
 arrived demand at the first failed pod, pods that never ran, the scheduler's verdicts/s and bound-pod
 latency, the CPU of the agent and of each control-plane process over the replay, each phase's time, and
 whether the trace's arithmetic checks held; with date, machine, load at the start and versions.  It is
-written after every replay, so an interrupted bench keeps what it measured.  ``--excerpt NODES,PODS``
+written after every replay, so an interrupted bench keeps what it measured, and ``--resume`` goes on from
+it (the replays run seed by seed, so every variant has as many seeds as the others, or one fewer).  ``--excerpt NODES,PODS``
 replays a cut of the trace (``hollowscale trace excerpt``) instead: a check of the bench itself, never
 a figure to commit.
 """
@@ -157,6 +158,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "figures are the median over the seeds with min-max in brackets",
         f"- wall time: {_f(doc.get('wall_s'), 0)} s", "",
     ]
+    if doc.get("earlier_runs"):
+        lines[-1:-1] = ["- resumed: replays kept from earlier runs of the bench: " + "; ".join(
+            f"{e['date']} (load {e['load_average_1_5_15']}, {_f(e['wall_s'], 0)} s)" for e in doc["earlier_runs"])]
     if doc.get("excerpt"):
         lines += [f"**An excerpt ({doc['excerpt']}), a check of the bench: not figures of the trace.**", ""]
     lines += ["| variant | allocated % at 100% arrived | unallocated GPUs at 100% | first failure at arrived % | "
@@ -197,6 +201,25 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def earlier_replays(out_json: Path, variants: set[str], seeds: list[int]) -> list[dict[str, Any]]:
+    """The replays an earlier (interrupted) bench wrote to ``out_json`` that ``--resume`` keeps: a variant
+    and seed still asked for, an exit code other than an interruption (130), and a run folder that still
+    holds its ``summary.json``; each with that summary, as :func:`summarize` takes it."""
+    if not out_json.is_file():
+        return []
+    kept: list[dict[str, Any]] = []
+    for r in json.loads(out_json.read_text()).get("replays", []):
+        summary_file = Path(r["run_dir"]) / "summary.json"
+        if r["variant"] not in variants or r["seed"] not in seeds or r["exit_code"] == 130 \
+                or not summary_file.is_file():
+            continue
+        if any(k["variant"] == r["variant"] and k["seed"] == r["seed"] for k in kept):
+            continue
+        kept.append({"variant": r["variant"], "seed": r["seed"], "exit_code": r["exit_code"], "code": r["exit_code"],
+                     "run_dir": r["run_dir"], "summary": json.loads(summary_file.read_text())})
+    return kept
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", type=Path, default=SCENARIO, help="the trace scenario the variants are built on")
@@ -207,6 +230,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench", help="where trace.{json,md} go")
     ap.add_argument("--work", type=Path, default=ROOT / ".hollowscale" / "bench-trace",
                     help="the derived scenario and the replays' run folders")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the replays the existing output file lists whose run folders still hold a "
+                         "summary.json (same variants and seeds), and run only the others")
     args = ap.parse_args()
     from hollowscale.replay.run import run_scenario
     from hollowscale.scenario.trace import load_trace_scenario
@@ -246,22 +272,40 @@ def main() -> int:
         (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
         (args.out / f"{stem}.md").write_text(markdown(doc))
 
-    worst = 0
-    for v in ts.file.variants:
-        done: list[dict[str, Any]] = []
-        for seed in seeds:
+    done: dict[str, list[dict[str, Any]]] = {v.name: [] for v in ts.file.variants}
+    if args.resume and (args.out / f"{stem}.json").is_file():
+        old = json.loads((args.out / f"{stem}.json").read_text())
+        doc["earlier_runs"] = [
+            *old.get("earlier_runs", []),
+            {"date": old["facts"]["date"], "load_average_1_5_15": old["facts"]["machine"]["load_average_1_5_15"],
+             "wall_s": old.get("wall_s"), "command": old["command"]}]
+        for r in earlier_replays(args.out / f"{stem}.json", {v.name for v in ts.file.variants}, seeds):
+            done[r["variant"]].append(r)
+            doc["replays"].append({k: r[k] for k in ("variant", "seed", "exit_code", "run_dir")})
+            print(f"[bench-trace] {r['variant']}, seed {r['seed']}: kept from {r['run_dir']}", flush=True)
+        for name, runs in done.items():
+            if runs:
+                doc["variants"][name] = summarize(runs)
+    worst = max((r["exit_code"] for r in doc["replays"]), default=0)
+    # seed-major: an interrupted bench has every variant at the same number of seeds
+    for seed in seeds:
+        for v in ts.file.variants:
+            if any(r["seed"] == seed for r in done[v.name]):
+                continue
             print(f"[bench-trace] {v.name}, seed {seed} ...", flush=True)
             code, _parent, results = run_scenario(ts, args.work / "runs", [v.name], [seed],
                                                  log=lambda m: print(f"  {m}", flush=True))
-            for r in results:
-                done.append({"seed": r.seed, "code": r.code, "run_dir": str(r.run_dir), "summary": r.summary})
-                doc["replays"].append({"variant": v.name, "seed": r.seed, "exit_code": r.code,
-                                       "run_dir": str(r.run_dir)})
+            for res in results:
+                done[v.name].append({"seed": res.seed, "code": res.code, "run_dir": str(res.run_dir),
+                                     "summary": res.summary})
+                doc["replays"].append({"variant": v.name, "seed": res.seed, "exit_code": res.code,
+                                       "run_dir": str(res.run_dir)})
             worst = max(worst, code)
-            doc["variants"][v.name] = summarize(done)
+            doc["variants"][v.name] = summarize(done[v.name])
             save()
             if code == 130:
-                print("[bench-trace] interrupted; what was measured is written", flush=True)
+                print("[bench-trace] interrupted; what was measured is written (--resume goes on from here)",
+                      flush=True)
                 return code
     print(markdown(doc))
     return 0 if worst == 0 else 1

@@ -71,3 +71,25 @@ def test_figures_over_seeds_are_median_and_range_and_reasons_add_up() -> None:
     md = bt.markdown(doc)
     assert "| default-shared | 91.00 (90.00-92.00) | 550.0 (500.0-600.0) | 89.00 (88.00-90.00) |" in md
     assert "| 100 | 91.00 (90.00-92.00) |" in md and "a share is a claim of its milli-GPU" in md
+
+
+def test_resume_keeps_finished_replays_whose_summary_is_still_there(tmp_path: Path) -> None:
+    import json
+    runs = {}
+    for name in ("kept", "interrupted", "gone", "other-variant", "other-seed"):
+        runs[name] = tmp_path / name
+        runs[name].mkdir()
+        if name != "gone":
+            (runs[name] / "summary.json").write_text(json.dumps(_summary(1, 90.0, 600.0, None)))
+    replays = [{"variant": "default-shared", "seed": 1, "exit_code": 0, "run_dir": str(runs["kept"])},
+               {"variant": "default-shared", "seed": 2, "exit_code": 130, "run_dir": str(runs["interrupted"])},
+               {"variant": "packing-shared", "seed": 1, "exit_code": 1, "run_dir": str(runs["gone"])},
+               {"variant": "removed", "seed": 1, "exit_code": 0, "run_dir": str(runs["other-variant"])},
+               {"variant": "packing-shared", "seed": 9, "exit_code": 0, "run_dir": str(runs["other-seed"])}]
+    out = tmp_path / "trace.json"
+    out.write_text(json.dumps({"replays": replays}))
+    kept = bt.earlier_replays(out, {"default-shared", "packing-shared"}, [1, 2])
+    assert [(k["variant"], k["seed"]) for k in kept] == [("default-shared", 1)]
+    assert kept[0]["summary"]["seed"] == 1 and kept[0]["code"] == 0
+    assert bt.summarize(kept)["allocated_pct_at_100_arrived"]["n"] == 1
+    assert bt.earlier_replays(tmp_path / "absent.json", {"default-shared"}, [1]) == []
