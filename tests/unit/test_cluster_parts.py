@@ -11,12 +11,20 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from hollowscale.cluster.binaries import binaries, kube_wrapper_gomod
+from hollowscale.cluster.binaries import (
+    binaries,
+    ensure_module_tool,
+    kube_command_binary,
+    kube_wrapper_gomod,
+    kubelet_binary,
+    kueue_binary,
+    module_tool_binary,
+)
 from hollowscale.cluster.components import apiserver, controller_manager
 from hollowscale.cluster.local import LocalCluster
 from hollowscale.cluster.pki import create_pki
 from hollowscale.cluster.profiles import get_profile
-from hollowscale.versions import KUBERNETES_VERSION, STAGING_VERSION
+from hollowscale.versions import KUBERNETES_VERSION, KUEUE_VERSION, STAGING_VERSION
 from kubecore.procs import ProcessRecord, failure_reason, free_ports, spawn, stop
 from kubecore.procs import record as process_record
 
@@ -52,6 +60,28 @@ def test_binaries_are_cached_per_version(tmp_path: Path) -> None:
     bins = binaries(tmp_path)
     assert bins.kube_apiserver.parent.name == KUBERNETES_VERSION
     assert len(bins.missing()) == 5
+
+
+def test_node_commands_and_module_tools_have_their_own_cache_paths(tmp_path: Path) -> None:
+    kube = binaries(tmp_path).kube_apiserver.parent
+    assert kube_command_binary("kubeadm", tmp_path) == kube / "kubeadm"
+    assert kube_command_binary("kube-proxy", tmp_path) == kube / "kube-proxy"
+    assert kubelet_binary(tmp_path) == kube / "kubelet"
+    with pytest.raises(ValueError, match="kube-apiserver"):
+        kube_command_binary("kube-apiserver", tmp_path)  # built with the control plane, not one by one
+    # Kueue's cache path is the one it always had, so an existing cache is not rebuilt
+    assert kueue_binary(tmp_path) == tmp_path / "bin" / f"kueue-{KUEUE_VERSION}" / "kueue"
+    assert module_tool_binary("kind", "v0.33.0", tmp_path) == tmp_path / "bin" / "kind-v0.33.0" / "kind"
+
+
+def test_a_cached_module_tool_is_not_rebuilt(tmp_path: Path) -> None:
+    tool = module_tool_binary("kind", "v0.33.0", tmp_path)
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    # no Go runs: the package does not even exist
+    assert ensure_module_tool("kind", "example.invalid/kind", "v0.33.0", "example.invalid/kind",
+                              root=tmp_path) == tool
 
 
 def test_profiles() -> None:
