@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import requests
 
-from hollowscale.replay.pods import SHARES, claim_manifest, pod_manifest
+from hollowscale.replay.api import ReplayApi
+from hollowscale.replay.pods import SHARES
 from hollowscale.trace.frag import ClusterState
 from hollowscale.trace.model import GPU_MILLI
 from hollowscale.trace.paper import SequencedPod
@@ -155,23 +155,14 @@ class PaperReplay:
     """One replay of a sequence in the paper's protocol against a cluster whose nodes are the trace's.
 
     Attributes:
-        session, server: the API server (an authenticated session and its URL).
-        namespace: where the pods and claims are created (claimed by the caller).
-        run_id: the value of the run label on everything created.
-        gpu_mode: ``counted``, ``dra-shared`` or ``dra-whole`` (:mod:`hollowscale.replay.pods`).
+        api: where the pods and claims go (the run's namespace, label, GPU mode and scheduler).
         state: the cluster's account (its nodes are the cluster's nodes).
-        scheduler_name: ``spec.schedulerName`` of the pods.
         verdict_timeout_s: how long one pod may wait for its verdict.
         progress: called with (pods done, pods in all) now and then.
     """
 
-    session: requests.Session
-    server: str
-    namespace: str
-    run_id: str
-    gpu_mode: str
+    api: ReplayApi
     state: ClusterState
-    scheduler_name: str = "default-scheduler"
     verdict_timeout_s: float = 120.0
     progress: Callable[[int, int], None] | None = None
     records: list[PodRecord] = field(default_factory=list)
@@ -180,28 +171,16 @@ class PaperReplay:
     started_ms: float = 0.0
     ended_ms: float = 0.0
 
-    def _post(self, path: str, body: dict[str, Any]) -> None:
-        r = self.session.post(self.server + path, data=orjson.dumps(body), timeout=30,
-                              headers={"Content-Type": "application/json"})
-        if r.status_code != 201:
-            raise RuntimeError(f"POST {path} {body['metadata']['name']}: {r.status_code} {r.text[:300]}")
-
     def _delete(self, path: str) -> None:
-        try:
-            r = self.session.delete(self.server + path, timeout=30,
-                                    data=orjson.dumps({"gracePeriodSeconds": 0}),
-                                    headers={"Content-Type": "application/json"})
-            if r.status_code not in (200, 202, 404):
-                self.errors.append(f"DELETE {path}: {r.status_code} {r.text[:200]}")
-        except requests.RequestException as exc:
-            self.errors.append(f"DELETE {path}: {exc}")
+        error = self.api.delete(path)
+        if error:
+            self.errors.append(error)
 
     def run(self, pods: list[SequencedPod], stop: Callable[[], bool] = lambda: False) -> None:
         """Replay ``pods`` in order (module docstring); ``stop()`` ends it early (an interruption)."""
-        ns = self.namespace
-        pods_path = f"/api/v1/namespaces/{ns}/pods"
-        claims_path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
-        watch = PodWatch(self.session, self.server, ns, self.run_id)
+        api = self.api
+        pods_path, claims_path = api.pods_path, api.claims_path
+        watch = PodWatch(api.session, api.server, api.namespace, api.run_id)
         watch.start()
         width = max(5, len(str(len(pods))))
         arrived = 0
@@ -214,20 +193,20 @@ class PaperReplay:
                     self.errors.append(f"stopped after {done} of {len(pods)} pods")
                     break
                 pod = sp.pod
-                body = pod_manifest(sp, self.run_id, self.gpu_mode, self.scheduler_name, width=width)
+                body = api.pod_body(sp, width)
                 name = body["metadata"]["name"]
-                claim = self.gpu_mode != "counted" and pod.num_gpu > 0
+                claim = api.claimed(pod)
                 if claim:
-                    self._post(claims_path, claim_manifest(name, pod, self.run_id, whole=self.gpu_mode == "dra-whole"))
+                    api.post(claims_path, api.claim_body(name, pod))
                 created = now_ms()
-                self._post(pods_path, body)
+                api.post(pods_path, body)
                 verdict = watch.wait(name, self.verdict_timeout_s) or Verdict(NO_VERDICT, "", "", now_ms())
-                asked = pod.num_gpu * (pod.gpu_milli if self.gpu_mode == "dra-shared" else GPU_MILLI)  # rounded up
+                asked = pod.num_gpu * (pod.gpu_milli if api.gpu_mode == "dra-shared" else GPU_MILLI)  # rounded up
                 arrived += asked
                 devices: list[tuple[int, int]] = []
                 if verdict.kind == BOUND:
                     if claim:
-                        got = self.session.get(f"{self.server}{claims_path}/{name}", timeout=30)
+                        got = api.session.get(f"{api.server}{claims_path}/{name}", timeout=30)
                         got.raise_for_status()
                         devices = claim_devices(got.json())
                     try:

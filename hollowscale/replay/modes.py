@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import requests
-
+from hollowscale.replay.api import ReplayApi
 from hollowscale.replay.driver import PaperReplay
 from hollowscale.replay.figures import replay_figures, timed_figures
 from hollowscale.replay.timed import Schedule, TimedReplay, timed_schedule
@@ -36,21 +35,13 @@ class ReplayTarget:
     """The ready cluster a replay runs against.
 
     Attributes:
-        session, server: the API server (an authenticated session and its URL).
-        namespace: the run's namespace; run_id: the run label's value on everything created.
-        gpu_mode: ``counted``, ``dra-shared`` or ``dra-whole``.
+        api: where the pods and claims go (the run's namespace, label, GPU mode and scheduler).
         state: the harness's account of the cluster (its nodes are the cluster's; its capacities).
-        scheduler_name: ``spec.schedulerName`` of the pods.
         log: where progress lines go.
     """
 
-    session: requests.Session
-    server: str
-    namespace: str
-    run_id: str
-    gpu_mode: str
+    api: ReplayApi
     state: ClusterState
-    scheduler_name: str = "default-scheduler"
     log: Callable[[str], None] = print
 
 
@@ -133,7 +124,7 @@ class PaperRun:
     def figures(self, apiserver: dict[str, int]) -> dict[str, Any]:
         r, s = self.replay, self.replay.state
         return replay_figures(r.records, r.checkpoints, s.gpu_capacity_milli, s.cpu_capacity_milli,
-                              s.memory_capacity_mib, self.trace_kinds, apiserver, r.gpu_mode, r.started_ms,
+                              s.memory_capacity_mib, self.trace_kinds, apiserver, r.api.gpu_mode, r.started_ms,
                               r.ended_ms)
 
     def write_pods_csv(self, path: Path) -> None:
@@ -168,8 +159,7 @@ class PaperPlan:
 
     def start(self, target: ReplayTarget) -> ReplayRun:
         log = target.log
-        replay = PaperReplay(target.session, target.server, target.namespace, target.run_id, target.gpu_mode,
-                             target.state, target.scheduler_name, self.verdict_timeout_s,
+        replay = PaperReplay(target.api, target.state, self.verdict_timeout_s,
                              progress=lambda done, n: log(f"    {done}/{n} pods") if done % 1000 == 0 or done == n
                              else None)
         return PaperRun(replay, list(self.pods), self.trace_kinds)
@@ -202,7 +192,7 @@ class TimedRun:
 
     def figures(self, apiserver: dict[str, int]) -> dict[str, Any]:
         r = self.replay
-        return timed_figures(r.records, self.gpu_capacity_milli, apiserver, r.gpu_mode, r.started_ms, r.ended_ms,
+        return timed_figures(r.records, self.gpu_capacity_milli, apiserver, r.api.gpu_mode, r.started_ms, r.ended_ms,
                              r.schedule.summary(), stopped=r.stopped)
 
     def write_pods_csv(self, path: Path) -> None:
@@ -237,8 +227,7 @@ class TimedPlan:
 
     def start(self, target: ReplayTarget) -> ReplayRun:
         log = target.log
-        replay = TimedReplay(target.session, target.server, target.namespace, target.run_id, target.gpu_mode,
-                             self.schedule, target.scheduler_name,
+        replay = TimedReplay(target.api, self.schedule,
                              progress=lambda done, n: log(f"    {done}/{n} pods created"))
         return TimedRun(replay, target.state.gpu_capacity_milli)
 

@@ -50,6 +50,7 @@ from hollow.process import AgentProcess, start_agent
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.paths import fresh_dir
+from hollowscale.replay.api import ReplayApi
 from hollowscale.replay.driver import apiserver_allocation
 from hollowscale.replay.modes import ReplayRun, ReplayTarget, plan_replay
 from hollowscale.replay.pods import priority_classes
@@ -261,7 +262,8 @@ def run_one(ts: TraceScenario, variant: TraceVariantSpec, seed: int, run_dir: Pa
         pids = {**{f"cluster:{k}": v for k, v in info.pids.items()}, "agent": agent.pid}
         cpu0 = _cpu_s(pids)
         metrics0 = _scheduler_metrics(info.metrics["scheduler"])
-        replay = plan.start(ReplayTarget(session, server, ns.name, run_id, gpu_mode, state, scheduler_name, log))
+        replay = plan.start(ReplayTarget(ReplayApi(session, server, ns.name, run_id, gpu_mode, scheduler_name),
+                                         state, log))
         replay.run(stop)
         cpu1 = _cpu_s(pids)
         metrics1 = _scheduler_metrics(info.metrics["scheduler"])

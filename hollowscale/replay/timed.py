@@ -28,10 +28,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import requests
 
-from hollowscale.replay.pods import claim_manifest, pod_manifest, pod_name
+from hollowscale.replay.api import ReplayApi
+from hollowscale.replay.pods import pod_name
 from hollowscale.trace import TracePod
 from hollowscale.trace.model import GPU_MILLI
 from hollowscale.trace.paper import SequencedPod
@@ -195,25 +195,16 @@ class TimedReplay:
     """One time-faithful replay of a schedule against a cluster whose nodes are the trace's.
 
     Attributes:
-        session, server: the API server (an authenticated session and its URL).
-        namespace: where the pods and claims are created (claimed by the caller).
-        run_id: the value of the run label on everything created.
-        gpu_mode: ``counted``, ``dra-shared`` or ``dra-whole`` (:mod:`hollowscale.replay.pods`).
+        api: where the pods and claims go (the run's namespace, label, GPU mode and scheduler).
         schedule: what is created and deleted when (:func:`timed_schedule`).
-        scheduler_name: ``spec.schedulerName`` of the pods.
         workers: the create and delete calls in flight at most (a thread pool of this size; with the watch
             they fit the runner's session of 8 connections).
         drain_s: how long the end waits for the API server to let go of the run's pods and claims.
         progress: called with (pods created, pods in all) now and then.
     """
 
-    session: requests.Session
-    server: str
-    namespace: str
-    run_id: str
-    gpu_mode: str
+    api: ReplayApi
     schedule: Schedule
-    scheduler_name: str = "default-scheduler"
     workers: int = 6
     drain_s: float = DRAIN_S
     progress: Callable[[int, int], None] | None = None
@@ -225,17 +216,6 @@ class TimedReplay:
     watch_restarts: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @property
-    def _pods_path(self) -> str:
-        return f"/api/v1/namespaces/{self.namespace}/pods"
-
-    @property
-    def _claims_path(self) -> str:
-        return f"/apis/resource.k8s.io/v1/namespaces/{self.namespace}/resourceclaims"
-
-    def _claimed(self, pod: TracePod) -> bool:
-        return self.gpu_mode != "counted" and pod.num_gpu > 0
-
     def _error(self, message: str) -> None:
         with self._lock:
             self.errors.append(message)
@@ -243,8 +223,9 @@ class TimedReplay:
     # ------------------------------------------------------------------------------------------ the watch
 
     def _watch(self, by_name: dict[str, TimedRecord], done: threading.Event) -> None:
-        for typ, obj, t in list_then_watch(self.session, self.server, self._pods_path, done.is_set,
-                                           label_selector=f"{RUN_LABEL}={self.run_id}",
+        api = self.api
+        for typ, obj, t in list_then_watch(api.session, api.server, api.pods_path, done.is_set,
+                                           label_selector=f"{RUN_LABEL}={api.run_id}",
                                            on_restart=self.watch_restarts.append):
             rec = by_name.get((obj.get("metadata") or {}).get("name", ""))
             if rec is None:
@@ -268,14 +249,13 @@ class TimedReplay:
 
     def _create(self, tp: TimedPod, rec: TimedRecord, due: float, width: int) -> None:
         lag = max(0.0, time.monotonic() - due)
-        body = pod_manifest(SequencedPod(tp.index, tp.pod), self.run_id, self.gpu_mode, self.scheduler_name,
-                            width=width)
+        api = self.api
+        body = api.pod_body(SequencedPod(tp.index, tp.pod), width)
         try:
-            if self._claimed(tp.pod):
-                self._post(self._claims_path, claim_manifest(rec.name, tp.pod, self.run_id,
-                                                             whole=self.gpu_mode == "dra-whole"))
+            if api.claimed(tp.pod):
+                api.post(api.claims_path, api.claim_body(rec.name, tp.pod))
             created = now_ms()
-            self._post(self._pods_path, body)
+            api.post(api.pods_path, body)
             with self._lock:
                 rec.created_ms, rec.create_lag_s = created, lag
         except (requests.RequestException, RuntimeError) as exc:
@@ -284,32 +264,20 @@ class TimedReplay:
                 rec.create_lag_s = lag
                 self.errors.append(f"create {rec.name}: {rec.create_error}")
 
-    def _post(self, path: str, body: dict[str, Any]) -> None:
-        r = self.session.post(self.server + path, data=orjson.dumps(body), timeout=30,
-                              headers={"Content-Type": "application/json"})
-        if r.status_code != 201:
-            raise RuntimeError(f"POST {path} {body['metadata']['name']}: {r.status_code} {r.text[:200]}")
-
     def _delete_call(self, path: str) -> bool:
-        try:
-            r = self.session.delete(self.server + path, timeout=30, data=orjson.dumps({"gracePeriodSeconds": 0}),
-                                    headers={"Content-Type": "application/json"})
-        except requests.RequestException as exc:
-            self._error(f"DELETE {path}: {exc}")
-            return False
-        if r.status_code not in (200, 202, 404):
-            self._error(f"DELETE {path}: {r.status_code} {r.text[:200]}")
-            return False
-        return True
+        error = self.api.delete(path)
+        if error:
+            self._error(error)
+        return error is None
 
     def _delete(self, tp: TimedPod, rec: TimedRecord, due: float, created: Future[None] | None) -> None:
         if created is not None:
             created.result()  # a pod is deleted after its create was answered (its own calls never raise)
         lag = max(0.0, time.monotonic() - due)
-        ok = self._delete_call(f"{self._pods_path}/{rec.name}")
+        ok = self._delete_call(f"{self.api.pods_path}/{rec.name}")
         answered = now_ms()
-        if self._claimed(tp.pod):
-            self._delete_call(f"{self._claims_path}/{rec.name}")
+        if self.api.claimed(tp.pod):
+            self._delete_call(f"{self.api.claims_path}/{rec.name}")
         with self._lock:
             rec.delete_lag_s = lag
             if ok:
@@ -327,7 +295,7 @@ class TimedReplay:
         self.started_ms = now_ms()
         t0 = time.monotonic()
         self.records = [TimedRecord(
-            tp.index, name, tp.pod.name, tp.pod.kind, tp.pod.qos, gpu_milli_held(tp.pod, self.gpu_mode),
+            tp.index, name, tp.pod.name, tp.pod.kind, tp.pod.qos, gpu_milli_held(tp.pod, self.api.gpu_mode),
             self.started_ms + 1000 * tp.create_s, self.started_ms + 1000 * tp.delete_s, tp.cut)
             for tp, name in zip(pods, names, strict=True)]
         by_name = {r.name: r for r in self.records}
@@ -371,8 +339,9 @@ class TimedReplay:
         """Wait (at most :attr:`drain_s`) until the watch saw every created pod gone and the API server holds
         none of the run's claims (a claim goes once the controller deallocated it)."""
         deadline = time.monotonic() + self.drain_s
-        sel: dict[str, str | int] = {"labelSelector": f"{RUN_LABEL}={self.run_id}", "limit": 1}
-        claims = self.gpu_mode != "counted"
+        api = self.api
+        sel: dict[str, str | int] = {"labelSelector": f"{RUN_LABEL}={api.run_id}", "limit": 1}
+        claims = api.gpu_mode != "counted"
         while time.monotonic() < deadline and not stop():
             with self._lock:
                 pods_left = sum(1 for r in self.records if r.created_ms is not None and r.gone_ms is None)
@@ -380,7 +349,7 @@ class TimedReplay:
                 if not claims:
                     return
                 try:
-                    r = self.session.get(self.server + self._claims_path, params=sel, timeout=30)
+                    r = api.session.get(api.server + api.claims_path, params=sel, timeout=30)
                     if r.status_code == 404 or (r.ok and not r.json().get("items")):
                         return
                 except requests.RequestException:

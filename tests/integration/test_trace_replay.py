@@ -25,6 +25,7 @@ import yaml
 
 from hollow.dra import GPU_CLASS, device_class
 from hollow.process import start_agent
+from hollowscale.replay.api import ReplayApi
 from hollowscale.replay.driver import BOUND, PaperReplay, apiserver_allocation
 from hollowscale.replay.figures import replay_figures
 from hollowscale.replay.pods import priority_classes
@@ -96,7 +97,7 @@ def test_an_excerpt_replays_in_the_papers_protocol(replay_env: dict[str, Any]) -
     seq = paper_sequence(cut, seed=42)
     assert seq.added > 0  # the excerpt asks less than 1.3x its GPUs: tuned up
     state = ClusterState(node_map(e["pools"]).items(), typical_shapes(cut.pods))
-    replay = PaperReplay(session, server, run_id, run_id, "dra-shared", state, verdict_timeout_s=60)
+    replay = PaperReplay(ReplayApi(session, server, run_id, run_id, "dra-shared"), state, verdict_timeout_s=60)
     t0 = time.monotonic()
     replay.run(list(seq.pods))
     took = time.monotonic() - t0
@@ -150,7 +151,8 @@ def test_a_timed_replay_of_an_excerpt(replay_env: dict[str, Any]) -> None:
                      deletion_s=at + int(8 * compress)) for i in range(12)]
     schedule = timed_schedule([*cut.pods, *burst], compress, start_s=start)
     assert len(schedule.pods) == len(inside) + 12 >= 290 and 39 < schedule.duration_s <= 40.001
-    replay = TimedReplay(session, server, run_id, run_id, "dra-shared", schedule, workers=3)  # the session holds 4
+    replay = TimedReplay(ReplayApi(session, server, run_id, run_id, "dra-shared"), schedule,
+                         workers=3)  # the session holds 4
     t0 = time.monotonic()
     replay.run()
     took = time.monotonic() - t0

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from hollowscale.replay.api import ReplayApi
 from hollowscale.replay.figures import DELETED_PENDING, reason_class, timed_figures
 from hollowscale.replay.modes import TimedPlan, plan_replay
 from hollowscale.replay.pods import TRACE_POD_ANNOTATION
@@ -169,8 +170,8 @@ def test_the_driver_creates_and_deletes_on_time_and_records_what_the_watch_saw()
             _pod("zero", 5, 5), _pod("share", 3, 30, gpus=1, milli=250)]
     schedule = timed_schedule(pods, 100)  # 0.3 s in all
     api = FakeApi({"refused"})
-    replay = TimedReplay(api, "https://x", "ns", "run-1", "dra-shared", schedule, workers=2,  # type: ignore[arg-type]
-                         drain_s=5)
+    replay = TimedReplay(ReplayApi(api, "https://x", "ns", "run-1", "dra-shared"),  # type: ignore[arg-type]
+                         schedule, workers=2, drain_s=5)
     t0 = time.monotonic()
     replay.run()
     took = time.monotonic() - t0
@@ -201,7 +202,8 @@ def test_the_driver_creates_and_deletes_on_time_and_records_what_the_watch_saw()
 def test_a_stopped_driver_deletes_what_it_created() -> None:
     schedule = timed_schedule([_pod("a", 0, 1000), _pod("b", 1, 1000), _pod("c", 900, 1000)], 100)
     api = FakeApi(set())
-    replay = TimedReplay(api, "https://x", "ns", "run-1", "counted", schedule, drain_s=5)  # type: ignore[arg-type]
+    replay = TimedReplay(ReplayApi(api, "https://x", "ns", "run-1", "counted"), schedule,  # type: ignore[arg-type]
+                         drain_s=5)
     t0 = time.monotonic()
     replay.run(stop=lambda: time.monotonic() - t0 > 0.3)
     assert replay.stopped and any("stopped at" in e for e in replay.errors)
