@@ -11,7 +11,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace kind-node-image kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -97,6 +97,9 @@ bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, on
 	$(PY) tests/bench/bench_scaling.py
 
 bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace
+
+kind-node-image: setup ## the kind node image built here (no registry), loaded into hollowscale's podman
+	$(PY) -m hollowscale kind node-image
 
 kind-up: ## a kind cluster for users with Docker (not used by the tests)
 	kind create cluster --name hollowscale --config kind-config.yaml

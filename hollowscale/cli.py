@@ -335,6 +335,7 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
 from distill.cli import distill_group  # noqa: E402  (hollowscale distill bench|train-teacher)
 from hollow.cli import nodes_group  # noqa: E402  (hollowscale nodes run ...)
 from hollowscale.images.cli import images_group  # noqa: E402  (hollowscale images build)
+from hollowscale.kindnode.cli import kind_group  # noqa: E402  (hollowscale kind node-image)
 from hollowscale.plan.cli import plan_cmd  # noqa: E402
 from hollowscale.replay.cli import trace_group  # noqa: E402  (hollowscale trace inspect|excerpt)
 from hollowscale.run.cli import compare_cmd, run_cmd, validate_cmd  # noqa: E402
@@ -347,3 +348,4 @@ main.add_command(compare_cmd)
 main.add_command(plan_cmd)
 main.add_command(images_group)
 main.add_command(trace_group)
+main.add_command(kind_group)

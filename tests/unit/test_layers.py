@@ -98,7 +98,8 @@ HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
     # of its own on real nodes, built on the device plugin's inventory and stubs)
     frozenset({"images", "trace", "draplugin"}),
     frozenset({"cluster"}),  # the local control plane, kind's CLI, real nodes, each component's command line
-    frozenset({"scenario"}),  # what a run does (composes the engines' specs)
+    # what a run does (composes the engines' specs); a kind node image built here, and the engine it runs in
+    frozenset({"scenario", "kindnode"}),
     frozenset({"measure", "setupneeds"}),  # timeline, PromQL, recovery, integrity; what a scenario needs here
     frozenset({"report"}),  # summary.md, report.html, junit, verdicts, regressions, baselines
     # the run's parts: the cluster it uses, where its agents run, its features (rooms, side by side)

@@ -1,0 +1,183 @@
+"""The kind node image's parts that need no build (hollowscale/kindnode): podman's configuration, the Debian
+tree as layer entries, kind's files with our changes, the image's name and the kubeadm patch."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hollowscale.images.layout import LayoutError
+from hollowscale.kindnode import engine, files, image, rootfs
+from hollowscale.versions import COREDNS_VERSION, ETCD_VERSION, KUBERNETES_VERSION
+
+LIMITS = """Limit                     Soft Limit           Hard Limit           Units
+Max cpu time              unlimited            unlimited            seconds
+Max processes             96555                96555                processes
+Max open files            1024                 20000                files
+"""
+
+
+def test_hard_limits_are_read_from_proc_limits() -> None:
+    assert engine.hard_limits(LIMITS) == (20000, 96555)
+    assert engine.hard_limits(LIMITS.replace("96555                processes", "unlimited   processes")) == \
+        (20000, 1 << 30)
+    with pytest.raises(engine.EngineError, match="limits"):
+        engine.hard_limits("Max cpu time unlimited unlimited seconds\n")
+
+
+def test_containers_conf_keeps_podman_inside_its_folder_and_within_our_limits(tmp_path: Path) -> None:
+    text = engine.containers_conf(tmp_path, 20000, 96555)
+    assert 'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]' in text  # nproc capped at conmon's
+    assert f'conmon_path = ["{tmp_path}/usr/bin/conmon"]' in text and 'cgroup_manager = "cgroupfs"' in text
+    assert f'runc = ["{engine.RUNC}"]' in text and 'network_backend = "cni"' in text
+    assert engine.containers_conf(tmp_path, 1024, 4096).count("nproc=4096:4096") == 1
+    storage = engine.storage_conf(tmp_path)
+    assert f'graphroot = "{tmp_path}/state/storage"' in storage and "/var/lib/containers" not in storage
+
+
+def test_the_podman_wrapper_sets_its_private_environment(tmp_path: Path) -> None:
+    podman = engine.Podman(tmp_path)
+    env = podman.env()
+    assert env["CONTAINERS_CONF"] == str(tmp_path / "conf" / "containers.conf")
+    assert env["HOME"] == str(tmp_path / "home")  # where podman reads its image policy from
+    kind_env = podman.kind_env({"PATH": "/usr/bin"})
+    assert kind_env["PATH"] == f"{tmp_path / 'bin'}:/usr/bin" and kind_env["KIND_EXPERIMENTAL_PROVIDER"] == "podman"
+
+
+def _tree(root: Path) -> None:
+    (root / "usr" / "lib" / "systemd").mkdir(parents=True)
+    (root / "usr" / "lib" / "systemd" / "systemd").write_text("#!/bin/sh\n")
+    (root / "usr" / "bin").mkdir()
+    su = root / "usr" / "bin" / "su"
+    su.write_text("x")
+    su.chmod(0o4755)
+    os.link(su, root / "usr" / "bin" / "su-hardlink")
+    (root / "bin").symlink_to("usr/bin")
+    (root / "dev").mkdir()
+    os.mkfifo(root / "usr" / "bin" / "a-fifo")
+    (root / "dev" / "null-ish").write_text("")
+    (root / "var" / "lib" / "apt" / "lists").mkdir(parents=True)
+    (root / "var" / "lib" / "apt" / "lists" / "index").write_text("big")
+    (root / "var" / "tmp").mkdir()
+    (root / "var" / "tmp").chmod(0o1777)
+
+
+def test_tree_entries_keep_modes_links_and_skip_what_the_runtime_fills(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    by = {e.path: e for e in rootfs.tree_entries(tmp_path)}
+    assert by["usr/bin/su"].mode == 0o4755 and by["usr/bin/su-hardlink"].kind == "file"  # a hard link: a copy
+    assert by["bin"].kind == "symlink" and by["bin"].target == "usr/bin"
+    assert "usr/bin/a-fifo" not in by  # no fifos, sockets or devices
+    assert by["dev"].kind == "dir" and "dev/null-ish" not in by  # the folder stays, empty
+    assert by["var/lib/apt/lists"].kind == "dir" and "var/lib/apt/lists/index" not in by
+    assert by["var/tmp"].mode == 0o1777
+    assert not any(p.startswith("bin/") for p in by)  # never into a symlinked folder
+    (tmp_path / "usr" / "lib" / "systemd" / "systemd").unlink()
+    with pytest.raises(LayoutError, match="not a node root filesystem"):
+        rootfs.tree_entries(tmp_path)
+
+
+def test_clean_up_does_what_kinds_dockerfile_does(tmp_path: Path) -> None:
+    lib = tmp_path / "lib" / "systemd" / "system"
+    for wants, unit in (("multi-user.target.wants", "ssh.service"), ("sysinit.target.wants",
+                                                                      "systemd-tmpfiles-setup.service"),
+                        ("sysinit.target.wants", "keep.service"), ("sockets.target.wants", "systemd-udevd.socket")):
+        (lib / wants).mkdir(parents=True, exist_ok=True)
+        (lib / wants / unit).symlink_to(f"/lib/systemd/system/{unit}")
+    (tmp_path / "etc" / "systemd" / "system" / "timers.target.wants").mkdir(parents=True)
+    (tmp_path / "etc" / "systemd" / "system" / "timers.target.wants" / "apt.timer").symlink_to("/x")
+    (tmp_path / "etc" / "systemd" / "journald.conf").write_text("[Journal]\n")
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "etc" / "machine-id").write_text("abc\n")
+    rootfs.clean_up(tmp_path)
+    assert [p.name for p in (lib / "sysinit.target.wants").iterdir()] == ["keep.service"]
+    assert not list((lib / "multi-user.target.wants").iterdir()) and not list((lib / "sockets.target.wants").iterdir())
+    assert not list((tmp_path / "etc" / "systemd" / "system" / "timers.target.wants").iterdir())
+    assert "ReadKMsg=no" in (tmp_path / "etc" / "systemd" / "journald.conf").read_text()
+    assert os.readlink(tmp_path / "sbin" / "init") == "/usr/lib/systemd/systemd"
+    assert os.readlink(tmp_path / "etc" / "systemd" / "system" / "systemd-binfmt.service") == "/dev/null"
+    assert (tmp_path / "etc" / "machine-id").read_text() == ""
+
+
+def test_the_rootfs_fingerprint_follows_the_package_list() -> None:
+    assert rootfs.rootfs_fingerprint(("a", "b")) == rootfs.rootfs_fingerprint(("b", "a"))
+    assert rootfs.rootfs_fingerprint(("a",)) != rootfs.rootfs_fingerprint(("a", "b"))
+
+
+KIND_CONTAINERD = """version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  restrict_oom_score_adj = false
+"""
+KIND_UNIT = """[Service]
+ExecStart=/usr/local/bin/containerd
+LimitNPROC=infinity
+LimitNOFILE=infinity
+OOMScoreAdjust=-999
+Delegate=yes
+"""
+
+
+def _kind_module(root: Path) -> Path:
+    base = root / "images" / "base" / "files"
+    for rel, text in (("usr/local/bin/entrypoint", "#!/bin/bash\n"), ("kind/bin/undo-mount-hacks.sh", "#!/bin/sh\n"),
+                      ("kind/README.txt", "reserved\n"), ("etc/containerd/config.toml", KIND_CONTAINERD),
+                      ("etc/systemd/system/containerd.service", KIND_UNIT),
+                      ("etc/systemd/system/kubelet.service", "[Service]\nExecStart=/usr/bin/kubelet\n")):
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / rel).write_text(text)
+    return root
+
+
+def test_kind_files_get_kinds_modes_and_our_changes(tmp_path: Path) -> None:
+    by = {e.path: e for e in files.kind_files(_kind_module(tmp_path))}
+    assert by["usr/local/bin/entrypoint"].mode == 0o755 and by["kind/bin/undo-mount-hacks.sh"].mode == 0o755
+    assert by["kind/README.txt"].mode == 0o644 and by["etc/systemd/system/kubelet.service"].mode == 0o644
+    config = (by["etc/containerd/config.toml"].data or b"").decode()
+    assert "restrict_oom_score_adj = true" in config and "disable_apparmor = true" in config
+    unit = (by["etc/systemd/system/containerd.service"].data or b"").decode()
+    assert "Limit" not in unit.split("#")[0] and "OOMScoreAdjust" not in unit.split("#")[0]
+    assert "Delegate=yes" in unit and "ExecStart=/usr/local/bin/containerd" in unit
+    with pytest.raises(LayoutError, match="CRI section"):
+        files.containerd_config("version = 2\n")
+    with pytest.raises(LayoutError, match="entrypoint"):
+        files.kind_files(tmp_path / "elsewhere")
+
+
+def test_node_entries_add_binaries_version_images_units_and_links(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "cri_base_spec", lambda ctr="": b"{}\n")
+    kubeadm = tmp_path / "kubeadm"
+    kubeadm.write_text("bin")
+    archive = tmp_path / "kind-etcd.tar"
+    archive.write_text("tar")
+    by = {e.path: e for e in files.node_entries(_kind_module(tmp_path / "kind"), {"kubeadm": kubeadm}, "v1.36.3",
+                                                [("kind-etcd.tar", archive)])}
+    assert by["usr/bin/kubeadm"].source == kubeadm and by["usr/bin/kubeadm"].mode == 0o755
+    assert by["kind/version"].data == b"v1.36.3\n"
+    assert by["kind/images/kind-etcd.tar"].source == archive
+    assert by["usr/local/bin/containerd"].target == "/usr/bin/containerd"
+    assert by["opt/cni/bin/ptp"].target == "/usr/lib/cni/ptp"
+    for unit in files.ENABLED_UNITS:
+        assert by[f"etc/systemd/system/multi-user.target.wants/{unit}"].target == f"/etc/systemd/system/{unit}"
+    assert "Before=kubelet.service" in (by["etc/systemd/system/hollowscale-import-images.service"].data or b"").decode()
+    dropin = (by["etc/systemd/system/kubelet.service.d/20-hollowscale-images.conf"].data or b"").decode()
+    assert "Requires=hollowscale-import-images.service" in dropin
+    assert yaml.safe_load(by["kind/manifests/default-storage.yaml"].data or b"")["kind"] == "StorageClass"
+    assert stat.S_IMODE(by["kind/bin/hollowscale-import-images.sh"].mode) == 0o755
+
+
+def test_the_image_name_says_what_it_holds_and_kubeadm_runs_our_tags() -> None:
+    name = image.node_image_name()
+    assert name.startswith("localhost/hollowscale/kind-node:")  # podman and kind keep a localhost name local
+    tag = name.rsplit(":", 1)[1]
+    assert KUBERNETES_VERSION in tag and ETCD_VERSION.removeprefix("v") in tag
+    assert COREDNS_VERSION.removeprefix("v") in tag
+    patch = yaml.safe_load(image.kubeadm_image_patch())
+    assert patch == {"kind": "ClusterConfiguration", "etcd": {"local": {"imageTag": image.ETCD_TAG}},
+                     "dns": {"imageTag": image.COREDNS_TAG}}
+    assert ETCD_VERSION.removeprefix("v") + "-0" == image.ETCD_TAG
