@@ -9,7 +9,7 @@ import click
 from hollowscale.cluster.binaries import BuildError
 from hollowscale.images.build import ImageError
 from hollowscale.images.layout import LayoutError
-from hollowscale.kindnode.engine import EngineError, ensure_podman
+from hollowscale.kindnode.engine import EngineError, ensure_podman, load_image
 from hollowscale.kindnode.image import build_node_image
 from hollowscale.kindnode.rootfs import MIRROR_ENV, RootfsError
 
@@ -45,11 +45,8 @@ def node_image_cmd(load: bool) -> None:
                    + ", ".join(c.name for c in node.components))
         if load:
             podman = ensure_podman(say)
-            if podman.run(["image", "exists", node.image.name], check=False).returncode == 0:
-                click.echo(f"  already loaded in {podman.bin_dir / 'podman'}")
-            else:
-                podman.run(["load", "-i", str(node.image.archive)], timeout_s=900)
-                click.echo(f"  loaded into {podman.bin_dir / 'podman'}")
+            loaded = load_image(podman, node.image.name, node.image.digest, node.image.archive)
+            click.echo(f"  {'loaded into' if loaded else 'already loaded (same digest) in'} {podman.bin_dir / 'podman'}")
     except (BuildError, ImageError, LayoutError, RootfsError, EngineError) as exc:
         click.echo(f"error: {exc}", err=True)
         if isinstance(exc, RootfsError):

@@ -15,6 +15,9 @@ Why podman, and why unpacked rather than installed:
   (``CONTAINERS_CONF`` and friends), so its images, containers, volumes and networks live under our
   cache and never mix with a podman the user already has.  ``bin/podman`` is a wrapper that sets this
   environment, so kind (``KIND_EXPERIMENTAL_PROVIDER=podman``) finds it first on ``PATH``.
+- Its network backend (Debian's netavark, with aardvark-dns so that kind's nodes find each other by
+  name) leaves chains in the host's iptables; :mod:`hollowscale.kindnode.firewall` takes away those it
+  added.
 
 One setting is not a preference: podman asks runc for RLIMIT_NOFILE and RLIMIT_NPROC of 1048576 by
 default, and raising a hard limit needs CAP_SYS_RESOURCE, so every container failed here with ``error
@@ -35,13 +38,15 @@ from pathlib import Path
 
 from hollowscale.paths import cache_root
 
-#: Debian packages unpacked for podman: podman itself, its monitor, its default configuration and the two
-#: libraries podman links that a machine without podman lacks (everything else it links is in the base)
-PODMAN_PACKAGES = ("podman", "conmon", "golang-github-containers-common", "libgpgme11", "libsubid4")
+#: Debian packages unpacked for podman: podman itself, its monitor, its default configuration, the two
+#: libraries podman links that a machine without podman lacks (everything else it links is in the base), and
+#: its network backend with DNS (kind's workers join ``<cluster>-control-plane:6443`` by name; the CNI
+#: backend without the dnsname plugin cannot resolve it: "lookup hsprobe-control-plane ... no such host")
+PODMAN_PACKAGES = ("podman", "conmon", "golang-github-containers-common", "libgpgme11", "libsubid4", "netavark",
+                   "aardvark-dns")
 #: the highest RLIMIT_NPROC a container may ask for here (what conmon runs with; see the module docstring)
 NPROC_CEILING = 32768
 RUNC = "/usr/sbin/runc"
-CNI_PLUGINS = "/usr/lib/cni"
 ProgressFn = Callable[[str], None]
 
 
@@ -64,7 +69,7 @@ def hard_limits(limits_text: str) -> tuple[int, int]:
 
 def containers_conf(root: Path, nofile: int, nproc: int) -> str:
     """Podman's ``containers.conf`` for the engine under ``root``: our conmon, the system's runc, cgroupfs
-    (no systemd here), events to a file, CNI networks under ``root`` with the system's plugins, and
+    (no systemd here), events to a file, netavark networks (with aardvark-dns) defined under ``root``, and
     ulimits the harness can grant (module docstring)."""
     nproc = min(nproc, NPROC_CEILING)
     return "\n".join([
@@ -80,14 +85,14 @@ def containers_conf(root: Path, nofile: int, nproc: int) -> str:
         f'events_logfile_path = "{root}/state/events.log"',
         f'tmp_dir = "{root}/state/tmp"',
         f'volume_path = "{root}/state/volumes"',
+        f'helper_binaries_dir = ["{root}/usr/lib/podman"]',
         "",
         "[engine.runtimes]",
         f'runc = ["{RUNC}"]',
         "",
         "[network]",
-        'network_backend = "cni"',
-        f'cni_plugin_dirs = ["{CNI_PLUGINS}"]',
-        f'network_config_dir = "{root}/state/cni"',
+        'network_backend = "netavark"',
+        f'network_config_dir = "{root}/state/networks"',
         "",
     ])
 
@@ -157,6 +162,22 @@ class Podman:
         return proc
 
 
+def load_image(podman: Podman, name: str, digest: str, archive: Path) -> bool:
+    """Load ``archive`` into ``podman`` unless ``name`` is there already with manifest ``digest`` (a rebuild
+    keeps the name and changes the digest); True when it loaded.  The build it replaces, left without a
+    name, is removed (~1 GB each) unless a container still uses it."""
+    have = podman.run(["image", "inspect", "--format", "{{.Digest}} {{.Id}}", name], check=False)
+    old = have.stdout.split() if have.returncode == 0 else []
+    if old and old[0] == digest:
+        return False
+    podman.run(["load", "-i", str(archive)], timeout_s=900)
+    if len(old) == 2:
+        tags = podman.run(["image", "inspect", "--format", "{{len .RepoTags}}", old[1]], check=False).stdout.strip()
+        if tags == "0":
+            podman.run(["rmi", old[1]], check=False)  # refused while a container uses it: then it stays
+    return True
+
+
 def podman_root(root: Path | None = None) -> Path:
     """Where the unpacked podman lives (keyed by Debian's version of it once unpacked)."""
     return (root or cache_root()) / "kind" / "podman"
@@ -188,9 +209,8 @@ def ensure_podman(progress: ProgressFn | None = None, root: Path | None = None) 
     final = podman_root(root)
     podman = Podman(final)
     if not podman.binary.exists():
-        for need, pkg in ((RUNC, "runc"), (f"{CNI_PLUGINS}/bridge", "containernetworking-plugins")):
-            if not os.path.exists(need):
-                raise EngineError(f"{need} not found: install Debian's {pkg} (`make setup` installs it)")
+        if not os.path.exists(RUNC):
+            raise EngineError(f"{RUNC} not found: install Debian's runc (`make setup` installs it)")
         final.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".podman-", dir=final.parent))
         try:
@@ -207,7 +227,7 @@ def ensure_podman(progress: ProgressFn | None = None, root: Path | None = None) 
     nofile, nproc = hard_limits(Path("/proc/self/limits").read_text())
     conf = final / "conf"
     conf.mkdir(exist_ok=True)
-    for sub in ("state/tmp", "state/cni", "state/volumes"):
+    for sub in ("state/tmp", "state/networks", "state/volumes"):
         (final / sub).mkdir(parents=True, exist_ok=True)
     (conf / "containers.conf").write_text(containers_conf(final, nofile, nproc))
     (conf / "storage.conf").write_text(storage_conf(final))
@@ -226,4 +246,4 @@ def ensure_podman(progress: ProgressFn | None = None, root: Path | None = None) 
 
 
 __all__ = ["NPROC_CEILING", "PODMAN_PACKAGES", "EngineError", "Podman", "containers_conf", "ensure_podman",
-           "hard_limits", "podman_root", "storage_conf"]
+           "hard_limits", "load_image", "podman_root", "storage_conf"]

@@ -89,6 +89,104 @@ Requires=hollowscale-import-images.service
 After=hollowscale-import-images.service
 """
 
+#: what kindnetd does for kind, as far as a cluster here needs it (kind's kindnetd image is out of reach): on
+#: every node, a ptp CNI config over the node's podCIDR, and a route to each other node's podCIDR via its
+#: address; pod traffic leaving the pod range is masqueraded.  A DaemonSet on the kube-proxy image (Debian
+#: with bash, iproute2, curl and jq, on every node already), reading the nodes with its own ServiceAccount.
+CNI_SCRIPT = r"""#!/bin/bash
+# hollowscale-cni: a ptp CNI config for this node's podCIDR, routes to the other nodes' podCIDRs
+set -u
+api="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}"
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+conf=/host/etc/cni/net.d/10-hollowscale.conflist
+while true; do
+  nodes=$(curl -sf --cacert "$sa/ca.crt" -H "Authorization: Bearer $(cat "$sa/token")" "$api/api/v1/nodes" |
+    jq -r '.items[] | [.metadata.name, (.spec.podCIDR // ""),
+           ((.status.addresses // []) | map(select(.type == "InternalIP")) | .[0].address // "")] | @tsv')
+  while IFS=$'\t' read -r name cidr ip; do
+    [ -n "$cidr" ] || continue
+    if [ "$name" = "$NODE_NAME" ]; then
+      want=$(printf '{"cniVersion": "1.0.0", "name": "hollowscale", "plugins": [{"type": "ptp", "ipMasq": true, "mtu": 1500, "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]], "routes": [{"dst": "0.0.0.0/0"}]}}, {"type": "portmap", "capabilities": {"portMappings": true}}]}' "$cidr")
+      if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
+        printf '%s\n' "$want" > "$conf.tmp" && mv "$conf.tmp" "$conf" && echo "wrote $conf for $cidr"
+      fi
+    elif [ -n "$ip" ] && ! ip route show "$cidr" | grep -qF "via $ip "; then
+      ip route replace "$cidr" via "$ip" && echo "route $cidr via $ip ($name)"
+    fi
+  done <<< "$nodes"
+  sleep 5
+done
+"""
+
+
+def default_cni_manifest(image: str) -> str:
+    """kind's ``/kind/manifests/default-cni.yaml``: the hollowscale-cni DaemonSet (:data:`CNI_SCRIPT`) on ``image``."""
+    script = "\n".join("    " + line if line else "" for line in CNI_SCRIPT.splitlines())
+    return f"""# Written by hollowscale.kindnode: kind applies it unless networking.disableDefaultCNI is set.
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: hollowscale-cni, namespace: kube-system}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: hollowscale-cni}}
+rules:
+  - {{apiGroups: [""], resources: [nodes], verbs: [list]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: hollowscale-cni}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hollowscale-cni}}
+subjects:
+  - {{kind: ServiceAccount, name: hollowscale-cni, namespace: kube-system}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: hollowscale-cni, namespace: kube-system}}
+data:
+  cni.sh: |
+{script}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: hollowscale-cni
+  namespace: kube-system
+  labels: {{app: hollowscale-cni}}
+spec:
+  selector:
+    matchLabels: {{app: hollowscale-cni}}
+  template:
+    metadata:
+      labels: {{app: hollowscale-cni}}
+    spec:
+      hostNetwork: true
+      serviceAccountName: hollowscale-cni
+      tolerations: [{{operator: Exists}}]
+      priorityClassName: system-node-critical
+      containers:
+        - name: cni
+          image: {image}
+          imagePullPolicy: IfNotPresent
+          command: [/bin/bash, /script/cni.sh]
+          env:
+            - name: NODE_NAME
+              valueFrom: {{fieldRef: {{fieldPath: spec.nodeName}}}}
+          securityContext:
+            capabilities: {{add: [NET_ADMIN, NET_RAW]}}
+          resources:
+            requests: {{cpu: 10m, memory: 16Mi}}
+          volumeMounts:
+            - {{name: cni-conf, mountPath: /host/etc/cni/net.d}}
+            - {{name: script, mountPath: /script}}
+      volumes:
+        - name: cni-conf
+          hostPath: {{path: /etc/cni/net.d, type: DirectoryOrCreate}}
+        - name: script
+          configMap: {{name: hollowscale-cni}}
+"""
+
+
 #: kind applies this on every cluster; the host-path provisioner is what its own fallback uses
 DEFAULT_STORAGE = """# Written by hollowscale.kindnode: kind's fallback StorageClass (host paths on the node).
 apiVersion: storage.k8s.io/v1
@@ -151,10 +249,11 @@ def cri_base_spec(ctr: str = "/usr/bin/ctr") -> bytes:
 
 
 def node_entries(kind_module_dir: Path, binaries: dict[str, Path], kubernetes_version: str,
-                 images: Iterable[tuple[str, Path]], ctr: str = "/usr/bin/ctr") -> list[Entry]:
+                 images: Iterable[tuple[str, Path]], cni_image: str, ctr: str = "/usr/bin/ctr") -> list[Entry]:
     """Everything above the Debian tree: kind's files, ``binaries`` (name -> path) in ``/usr/bin``,
     ``/kind/version``, the image archives (file name, path) under ``/kind/images``, our units, the
-    symlinks to Debian's containerd, runc and CNI plugins, and the units kind enables."""
+    CNI kind applies (on ``cni_image``), the symlinks to Debian's containerd, runc and CNI plugins, and
+    the units kind enables."""
     entries = kind_files(kind_module_dir)
     entries += [Entry(f"usr/bin/{name}", "file", 0o755, source=path) for name, path in sorted(binaries.items())]
     entries += [
@@ -165,6 +264,7 @@ def node_entries(kind_module_dir: Path, binaries: dict[str, Path], kubernetes_ve
         Entry("etc/systemd/system/kubelet.service.d/20-hollowscale-images.conf", "file", 0o644,
               data=KUBELET_DROPIN.encode()),
         Entry("kind/manifests/default-storage.yaml", "file", 0o644, data=DEFAULT_STORAGE.encode()),
+        Entry("kind/manifests/default-cni.yaml", "file", 0o644, data=default_cni_manifest(cni_image).encode()),
         Entry("etc/kubernetes/manifests", "dir", 0o755),
         Entry("etc/sysctl.d/20-hollowscale-forward.conf", "file", 0o644, data=b"net.ipv4.ip_forward = 1\n"),
     ]
@@ -175,5 +275,6 @@ def node_entries(kind_module_dir: Path, binaries: dict[str, Path], kubernetes_ve
     return entries
 
 
-__all__ = ["ENABLED_UNITS", "IMAGES_DIR", "SYMLINKS", "containerd_config", "cri_base_spec", "kind_files",
+__all__ = ["CNI_SCRIPT", "ENABLED_UNITS", "IMAGES_DIR", "SYMLINKS", "containerd_config", "cri_base_spec",
+           "default_cni_manifest", "kind_files",
            "node_entries", "unprivileged_unit"]

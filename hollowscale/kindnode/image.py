@@ -102,7 +102,7 @@ def node_recipe(components: list[BuiltImage], progress: ProgressFn | None = None
     images = [(f"{c.recipe}.tar", c.archive) for c in components]
 
     def plan() -> list[Entry]:
-        return node_entries(kind_dir, node_bins, KUBERNETES_VERSION, images)
+        return node_entries(kind_dir, node_bins, KUBERNETES_VERSION, images, f"{REGISTRY}/kube-proxy:{KUBERNETES_VERSION}")
 
     config = {"Entrypoint": ["/usr/local/bin/entrypoint", "/sbin/init"],
               "Env": ["container=docker", PATH_ENV], "StopSignal": "SIGRTMIN+3"}

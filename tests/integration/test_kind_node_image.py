@@ -10,7 +10,7 @@ import uuid
 import psutil
 import pytest
 
-from hollowscale.kindnode.engine import ensure_podman
+from hollowscale.kindnode.engine import ensure_podman, load_image
 from hollowscale.kindnode.image import ETCD_TAG, build_node_image
 from hollowscale.versions import KUBERNETES_VERSION
 
@@ -27,8 +27,7 @@ def test_the_node_image_boots_with_kinds_podman_flags() -> None:
     had_image = podman.run(["image", "exists", name], check=False).returncode == 0
     node, volume = f"hs-test-{uuid.uuid4().hex[:8]}", f"hs-test-var-{uuid.uuid4().hex[:8]}"
     try:
-        if not had_image:
-            podman.run(["load", "-i", str(built.image.archive)], timeout_s=600)
+        load_image(podman, name, built.image.digest, built.image.archive)  # a rebuild with the same name reloads
         podman.run(["volume", "create", volume])
         # kind v0.33.0's podman provider (pkg/cluster/internal/providers/podman/provision.go), without a network
         podman.run(["run", "--detach", "--tty", "--name", node, "--hostname", node, "--net", "none",
