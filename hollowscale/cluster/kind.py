@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,10 @@ class KindSettings:
         wait_s: seconds ``kind create cluster --wait`` waits for the control plane to be Ready.
         kind: the kind executable (a name looked up on PATH, or a path).
         docker: the docker executable (a name looked up on PATH, or a path).
+        engine: the container engine kind runs its nodes in: ``docker`` (kind's default, the user's own
+            Docker) or ``podman`` (``KIND_EXPERIMENTAL_PROVIDER=podman``; the harness's own podman,
+            :mod:`hollowscale.kindnode.engine`, put first on ``env``'s PATH).
+        env: the environment kind runs with (None: this process's).
     """
 
     kubeconfig: Path
@@ -59,6 +63,8 @@ class KindSettings:
     wait_s: float = 300.0
     kind: str = "kind"
     docker: str = "docker"
+    engine: str = "docker"
+    env: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -72,6 +78,7 @@ class KindCluster:
             deletes it); False when it existed already (then it is left alone).
         loaded_images: references of the images loaded into its nodes.
         kind: the resolved kind executable.
+        env: the environment kind runs with (None: this process's).
     """
 
     name: str
@@ -79,6 +86,7 @@ class KindCluster:
     created: bool
     loaded_images: list[str] = field(default_factory=list)
     kind: str = "kind"
+    env: Mapping[str, str] | None = None
 
 
 def check_tools(settings: KindSettings) -> str:
@@ -92,6 +100,15 @@ def check_tools(settings: KindSettings) -> str:
     kind = shutil.which(settings.kind)
     if kind is None:
         problems.append(f"`{settings.kind}` not found on PATH ({KIND_INSTALL_HINT})")
+    if settings.engine == "podman":
+        podman = shutil.which("podman", path=(settings.env or {}).get("PATH"))
+        if podman is None:
+            problems.append("`podman` not found on the PATH kind is given (hollowscale's podman: "
+                            "python -m hollowscale kind node-image prepares it)")
+        if problems:
+            raise KindError("cluster.backend kind cannot run here: " + "; ".join(problems))
+        assert kind is not None
+        return kind
     docker = shutil.which(settings.docker)
     if docker is None:
         problems.append(f"`{settings.docker}` not found on PATH ({DOCKER_HINT})")
@@ -113,11 +130,12 @@ def check_tools(settings: KindSettings) -> str:
     return kind
 
 
-def _kind(kind: str, args: list[str], timeout_s: float, what: str) -> str:
+def _kind(kind: str, args: list[str], timeout_s: float, what: str, env: Mapping[str, str] | None = None) -> str:
     """Run ``kind ARGS``; its stdout, or KindError with the command and kind's own message."""
     cmd = [kind, *args]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                           env=dict(env) if env is not None else None)
     except subprocess.TimeoutExpired:
         raise KindError(f"{what}: `{' '.join(cmd)}` did not finish in {timeout_s:.0f} s") from None
     except OSError as e:
@@ -128,9 +146,9 @@ def _kind(kind: str, args: list[str], timeout_s: float, what: str) -> str:
     return p.stdout
 
 
-def kind_clusters(kind: str) -> list[str]:
+def kind_clusters(kind: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Names of the kind clusters that exist (``kind get clusters``)."""
-    out = _kind(kind, ["get", "clusters"], 60, "listing kind clusters")
+    out = _kind(kind, ["get", "clusters"], 60, "listing kind clusters", env)
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
@@ -157,7 +175,8 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
             build = build_images
         archives = build(list(settings.images))
     settings.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-    created = settings.name not in kind_clusters(kind)
+    env = settings.env
+    created = settings.name not in kind_clusters(kind, env)
     if created:
         if not settings.config.is_file():
             raise KindError(
@@ -179,6 +198,7 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
             ],
             settings.wait_s + 600,
             f"creating kind cluster {settings.name}",
+            env,
         )
     else:
         _kind(
@@ -186,8 +206,9 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
             ["export", "kubeconfig", "--name", settings.name, "--kubeconfig", str(settings.kubeconfig)],
             60,
             f"writing the kubeconfig of kind cluster {settings.name}",
+            env,
         )
-    cluster = KindCluster(settings.name, settings.kubeconfig, created, kind=kind)
+    cluster = KindCluster(settings.name, settings.kubeconfig, created, kind=kind, env=env)
     try:
         for image in archives:
             _kind(
@@ -195,6 +216,7 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
                 ["load", "image-archive", str(image.archive), "--name", settings.name],
                 900,
                 f"loading {image.name} into kind cluster {settings.name}",
+                env,
             )
             cluster.loaded_images.append(image.name)
     except KindError:
@@ -215,5 +237,6 @@ def delete_kind_cluster(cluster: KindCluster) -> bool:
         ["delete", "cluster", "--name", cluster.name, "--kubeconfig", str(cluster.kubeconfig)],
         300,
         f"deleting kind cluster {cluster.name}",
+        cluster.env,
     )
     return True

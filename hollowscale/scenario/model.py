@@ -118,8 +118,9 @@ class ClusterSpec(Spec):
 
     Attributes:
         backend: ``local`` (processes started by hollowscale), ``kind`` (a kind cluster named
-            ``hollowscale`` from ``kind-config.yaml``, created when absent and deleted after only then;
-            the distill image is loaded into it; needs the kind CLI and Docker) or ``existing``
+            ``hollowscale`` shaped by ``kind-config.yaml``, of nodes built here and run by hollowscale's own
+            podman (:mod:`hollowscale.kindnode`), created when absent and deleted after only then; the
+            distill image is loaded into it when the scenario has distill jobs) or ``existing``
             (any kubeconfig).
         profile: ``default`` keeps upstream limits, ``scale`` lifts client QPS and in-flight limits.
         kubeconfig: for ``kind``/``existing``; when absent, ``$KUBECONFIG`` then ``~/.kube/config``.

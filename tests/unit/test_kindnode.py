@@ -223,3 +223,39 @@ def test_the_firewall_cleanup_removes_only_the_backends_new_chains() -> None:
         ["-t", "nat", "-F", "NETAVARK-HOSTPORT-MASQ"], ["-t", "nat", "-X", "NETAVARK-HOSTPORT-MASQ"]]
     # the CNI chain was there before (someone else's), MINE has no backend prefix: both stay
     assert firewall.cleanup_commands(after, after) == []
+
+
+def test_the_kind_config_keeps_the_users_shape_with_our_image_and_patches() -> None:
+    from hollowscale.kindnode.cluster import CGROUP_V1_PATCH, KindConfigError, render_kind_config
+    users = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4",
+             "kubeadmConfigPatches": ["kind: ClusterConfiguration\napiServer: {}\n"],
+             "nodes": [{"role": "control-plane", "image": "kindest/node:v1.36.4@sha256:abc"},
+                       {"role": "worker", "labels": {"hollowscale.io/node-kind": "real"}}]}
+    out = render_kind_config(users, "localhost/hollowscale/kind-node:x")
+    assert [n["image"] for n in out["nodes"]] == ["localhost/hollowscale/kind-node:x"] * 2
+    assert out["nodes"][1]["labels"] == {"hollowscale.io/node-kind": "real"}
+    assert out["kubeadmConfigPatches"] == [*users["kubeadmConfigPatches"], CGROUP_V1_PATCH, image.kubeadm_image_patch()]
+    assert users["nodes"][0]["image"].startswith("kindest/")  # the user's document is not changed
+    assert [n["role"] for n in render_kind_config({"kind": "Cluster"}, "i")["nodes"]] == ["control-plane"]
+    with pytest.raises(KindConfigError, match="exactly one control-plane"):
+        render_kind_config({"kind": "Cluster", "nodes": [{"role": "control-plane"}] * 2}, "i")
+    with pytest.raises(KindConfigError, match=r"x\.yaml: kind: expected Cluster"):
+        render_kind_config({"kind": "Pod"}, "i", "x.yaml")
+
+
+def test_host_changes_remove_only_the_modules_folder_they_made(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from hollowscale.kindnode.cluster import HostChanges
+    monkeypatch.setattr(firewall, "snapshot", lambda: {})
+    monkeypatch.setattr(firewall, "restore", lambda before: [])
+    modules = tmp_path / "modules"
+    made = HostChanges.record(modules)
+    assert made.made_modules and modules.is_dir()
+    assert made.restore(modules) == [f"rmdir {modules}"] and not modules.exists()
+    modules.mkdir()
+    there = HostChanges.record(modules)  # it was there before: never ours to remove
+    assert not there.made_modules and there.restore(modules) == [] and modules.is_dir()
+    modules.rmdir()
+    made = HostChanges.record(modules)
+    (modules / "someone-elses").write_text("")
+    assert made.restore(modules)[0].startswith(f"left {modules}") and (modules / "someone-elses").exists()

@@ -1,0 +1,91 @@
+"""A kind cluster from the node image built here: its kind config, and what it changes on the machine.
+
+The cluster's *shape* stays the user's ``kind-config.yaml`` (nodes, roles, labels, taints, kubeadm
+patches); :func:`render_kind_config` only puts our node image on every node and adds the two patches
+this machine kind needs on top of the user's:
+
+- ``failCgroupV1: false``: the v1.36 kubelet refuses a cgroup v1 host by default, and kind v0.33.0 never
+  sets it (kind only warns on v1);
+- the etcd and CoreDNS image tags we built (:func:`hollowscale.kindnode.image.kubeadm_image_patch`).
+
+:class:`HostChanges` records what creating the cluster changes on the machine and puts it back:
+the iptables chains podman's network backend adds (:mod:`hollowscale.kindnode.firewall`), and
+``/lib/modules``, which kind's podman provider mounts read-only into every node and which some machines
+(this project's among them) do not have: made empty for the cluster and removed after, only when it was
+made here.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hollowscale.kindnode import firewall
+from hollowscale.kindnode.image import kubeadm_image_patch
+
+CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
+MODULES = Path("/lib/modules")
+
+
+class KindConfigError(ValueError):
+    """The kind config cannot be used: the message names the file and the field."""
+
+
+def render_kind_config(doc: dict[str, Any], image: str, source: str = "kind-config.yaml") -> dict[str, Any]:
+    """``doc`` (a kind ``Cluster`` config) with ``image`` on every node and our cluster-level patches after
+    the user's own (module docstring); ``doc`` itself is left as it was."""
+    if not isinstance(doc, dict) or doc.get("kind") != "Cluster":
+        raise KindConfigError(f"{source}: kind: expected Cluster (a kind config), got {doc.get('kind')!r}"
+                              if isinstance(doc, dict) else f"{source}: expected a mapping")
+    out = copy.deepcopy(doc)
+    nodes = out.get("nodes") or [{"role": "control-plane"}]
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        raise KindConfigError(f"{source}: nodes: expected a list of nodes")
+    if sum(1 for n in nodes if n.get("role", "control-plane") == "control-plane") != 1:
+        raise KindConfigError(f"{source}: nodes: exactly one control-plane node (kind's load balancer for "
+                              "several is an image from a registry, out of reach here)")
+    for node in nodes:
+        node["image"] = image
+    out["nodes"] = nodes
+    patches = out.get("kubeadmConfigPatches") or []
+    if not isinstance(patches, list):
+        raise KindConfigError(f"{source}: kubeadmConfigPatches: expected a list")
+    out["kubeadmConfigPatches"] = [*patches, CGROUP_V1_PATCH, kubeadm_image_patch()]
+    return out
+
+
+@dataclass
+class HostChanges:
+    """What a kind cluster changes on the machine, recorded before it is created (:meth:`record`) and put
+    back after it is deleted (:meth:`restore`)."""
+
+    firewall_before: dict[str, firewall.Rules] = field(default_factory=dict)
+    made_modules: bool = False
+
+    @classmethod
+    def record(cls, modules: Path = MODULES) -> HostChanges:
+        """Snapshot the firewall; make ``modules`` (empty) when it is missing."""
+        changes = cls(firewall.snapshot())
+        if not modules.exists():
+            modules.mkdir()
+            changes.made_modules = True
+        return changes
+
+    def restore(self, modules: Path = MODULES) -> list[str]:
+        """Take away the firewall chains added since :meth:`record` and the ``modules`` folder made by it
+        (only while still empty); what was done."""
+        done = firewall.restore(self.firewall_before)
+        if self.made_modules:
+            try:
+                modules.rmdir()
+                done.append(f"rmdir {modules}")
+            except OSError as exc:  # someone put something in it meanwhile: theirs now
+                done.append(f"left {modules}: {os.strerror(exc.errno or 0)}")
+            self.made_modules = False
+        return done
+
+
+__all__ = ["CGROUP_V1_PATCH", "HostChanges", "KindConfigError", "render_kind_config"]
