@@ -48,9 +48,9 @@ unit: setup-unit ## the unit tests: start no process (enforced), need no cluster
 integration: setup-test ## the integration tier of make test (real local control plane), without the e2e scenarios
 	$(VENV)/bin/pytest -ra -m "integration and not e2e" $(PYTEST_ARGS)
 
-scale-test: ## run SCENARIO (default scenarios/default.yaml) after setting up what it needs (real nodes, Kueue, PyTorch only when it asks); report in reports/latest/
-	@SCENARIO=$(or $(SCENARIO),scenarios/default.yaml) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) bash scripts/setup.sh
-	$(HS) run $(or $(SCENARIO),scenarios/default.yaml)
+scale-test: ## run SCENARIO (default scenarios/default.yaml) after setting up what it needs (real nodes, Kueue, PyTorch only when it asks); CLUSTER=kind runs it on a kind cluster built here; report in reports/latest/
+	@SCENARIO=$(or $(SCENARIO),scenarios/default.yaml) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) HOLLOWSCALE_CLUSTER=$(CLUSTER) bash scripts/setup.sh
+	$(HS) run $(or $(SCENARIO),scenarios/default.yaml)$(if $(CLUSTER), --cluster $(CLUSTER))
 
 nightly: setup ## scenarios/nightly/set.yaml -> reports/nightly/<date>/; exit 1 on a regression vs NIGHTLY_BASELINE (NIGHTLY_UPDATE_BASELINE=1: make it)
 	$(PY) -m hollowscale.nightly

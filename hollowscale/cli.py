@@ -51,7 +51,9 @@ def main() -> None:
 @click.option("--print-needs", is_flag=True,
               help="With --for: print what SCENARIO needs as `REAL_NODES=0|1 KUEUE=0|1 EXTRAS=... ROOT=0|1` "
                    "(what scripts/setup.sh reads) and build nothing.")
-def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool) -> None:
+@click.option("--cluster", "backend", type=click.Choice(["local", "kind", "existing"]), default=None,
+              envvar="HOLLOWSCALE_CLUSTER", help="With --for: as `hollowscale run --cluster` would run SCENARIO.")
+def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool, backend: str | None) -> None:
     """Build (once) and cache the control-plane binaries from the Go module proxy.
 
     The first build is about 10 minutes of Go on 2 cores: one line per binary as its build starts and
@@ -64,7 +66,7 @@ def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool) -
         from hollowscale.setupneeds import scenario_needs
 
         try:
-            needs = scenario_needs(load_scenario(scenario))
+            needs = scenario_needs(load_scenario(scenario, backend or None))
         except ScenarioError as exc:
             raise click.ClickException(f"invalid scenario:\n{exc}") from None
         if print_needs:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: why real nodes and Kueue need root (one phrase, for messages)
 ROOT_WHY = ("real nodes run containerd, runc and a kubelet, which make mounts, network namespaces and a "
-            "bridge; Kueue runs in a private mount namespace")
+            "bridge; Kueue runs in a private mount namespace; kind's nodes are privileged podman containers")
 #: what a real node needs on the machine besides those the cluster checks itself
 #: (:data:`hollowscale.cluster.realnode.pool.REQUIREMENTS`): the node images' tools
 NODE_IMAGE_TOOLS = (
@@ -43,16 +43,19 @@ class Needs:
             on the local cluster's real nodes, its images are imported into their containerd).
         kueue: the Kueue binary: ``cluster.kueue`` or any variant's ``kueue``.
         distill: the ``distill`` extra (PyTorch): ``distill_jobs`` train their teacher here.
+        kind: ``cluster.backend: kind``: its node image holds the kubelet and the pause image and takes
+            containerd's default spec from ``ctr`` (the real-node packages), and podman runs it as root.
     """
 
     real_nodes: bool = False
     kueue: bool = False
     distill: bool = False
+    kind: bool = False
 
     @property
     def root(self) -> bool:
-        """Real nodes and Kueue run only as root (:data:`ROOT_WHY`)."""
-        return self.real_nodes or self.kueue
+        """Real nodes, Kueue and kind clusters run only as root (:data:`ROOT_WHY`)."""
+        return self.real_nodes or self.kueue or self.kind
 
     def describe(self) -> str:
         """What is needed beyond the core, in words."""
@@ -60,12 +63,14 @@ class Needs:
             *(["real nodes (the kubelet, containerd, runc, the CNI plugins; root)"] if self.real_nodes else []),
             *(["Kueue (root)"] if self.kueue else []),
             *(["PyTorch (the distill extra)"] if self.distill else []),
+            *(["a kind cluster built here (the kubelet, containerd's ctr, runc, gcc; podman unpacked into the "
+               "cache; root)"] if self.kind else []),
         ]
         return ", ".join(parts) if parts else "the core only (hollow nodes on the local control plane; no root)"
 
     def setup_vars(self) -> str:
         """The variables scripts/setup.sh reads, on one line."""
-        return (f"REAL_NODES={int(self.real_nodes)} KUEUE={int(self.kueue)} "
+        return (f"REAL_NODES={int(self.real_nodes or self.kind)} KUEUE={int(self.kueue)} "
                 f"EXTRAS={'distill' if self.distill else ''} ROOT={int(self.root)}")
 
 
@@ -77,6 +82,7 @@ def scenario_needs(sc: Scenario) -> Needs:
         or sc.agents.placement == "in-cluster",
         kueue=local and (sc.cluster.kueue or any(v.kueue for v in sc.variants)),
         distill=bool(sc.distill_jobs),
+        kind=sc.cluster.backend == "kind",
     )
 
 
@@ -89,7 +95,7 @@ def missing(needs: Needs) -> list[str]:
     from hollowscale.cluster.realnode.pool import REQUIREMENTS
 
     gaps: list[str] = []
-    if needs.real_nodes:
+    if needs.real_nodes or needs.kind:
         if not os.access(kubelet_binary(), os.X_OK):
             gaps.append(f"the kubelet ({kubelet_binary()})")
         gaps += [f"{what} (Debian {package})" for what, cmd, package in (*REQUIREMENTS, *NODE_IMAGE_TOOLS)

@@ -176,7 +176,7 @@ if [ -n "$SCENARIO" ]; then
   done
   check_extras
   if [ "$needs_root" = 1 ] && ! is_root; then
-    die "$SCENARIO needs root (real nodes or Kueue), and $(id -un) is not root: run it as root; without root, \`make scale-test\` runs scenarios/default.yaml"
+    die "$SCENARIO needs root (real nodes, Kueue or kind), and $(id -un) is not root: run it as root; without root, \`make scale-test\` runs scenarios/default.yaml"
   fi
 fi
 

@@ -17,7 +17,11 @@ from rich.console import Console
 @click.option("--locust-processes", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Locust processes (locust --processes N) submitting the load.")
 @click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
-def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool) -> None:
+@click.option("--cluster", "backend", type=click.Choice(["local", "kind", "existing"]), default=None,
+              help="Run on this cluster backend instead of the scenario's cluster.backend (kind: a kind cluster "
+                   "of nodes built here, see the README).")
+def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool,
+            backend: str | None) -> None:
     """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete, 3 when
     every SLO is met but jobs were left unfinished or deadlocked (unless measurements.allow_unfinished).
 
@@ -35,7 +39,7 @@ def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, 
     from hollowscale.scenario import ScenarioError, load_scenario
 
     try:
-        sc = load_scenario(scenario)
+        sc = load_scenario(scenario, backend)
     except ScenarioError as exc:
         raise click.ClickException(f"invalid scenario:\n{exc}") from None
     from hollowscale.setupneeds import refusal

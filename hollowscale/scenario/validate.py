@@ -44,6 +44,11 @@ def parse_scenario(doc: Any, source: str, base_dir: str | Path | None = None) ->
                                  for e in field_errors(exc, LoadSpec)]) from None
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file."""
-    return parse_scenario(load_yaml(path), str(path), Path(path).parent)
+def load_scenario(path: str | Path, backend: str | None = None) -> Scenario:
+    """Read and validate a scenario file; ``backend`` replaces its ``cluster.backend`` (``hollowscale run
+    --cluster``), validated with the rest as if the file said it."""
+    doc = load_yaml(path)
+    if backend is not None and isinstance(doc, dict):
+        cluster = doc.get("cluster")
+        doc["cluster"] = {**(cluster if isinstance(cluster, dict) else {}), "backend": backend}
+    return parse_scenario(doc, str(path), Path(path).parent)
