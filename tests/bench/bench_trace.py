@@ -161,6 +161,8 @@ def markdown(doc: dict[str, Any]) -> str:
     if doc.get("earlier_runs"):
         lines[-1:-1] = ["- resumed: replays kept from earlier runs of the bench: " + "; ".join(
             f"{e['date']} (load {e['load_average_1_5_15']}, {_f(e['wall_s'], 0)} s)" for e in doc["earlier_runs"])]
+    if doc.get("notes"):
+        lines += ["**How it was measured, beyond the above:**", "", *(f"- {n}" for n in doc["notes"]), ""]
     if doc.get("excerpt"):
         lines += [f"**An excerpt ({doc['excerpt']}), a check of the bench: not figures of the trace.**", ""]
     lines += ["| variant | allocated % at 100% arrived | unallocated GPUs at 100% | first failure at arrived % | "
@@ -230,6 +232,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench", help="where trace.{json,md} go")
     ap.add_argument("--work", type=Path, default=ROOT / ".hollowscale" / "bench-trace",
                     help="the derived scenario and the replays' run folders")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line for the file about how it was measured (e.g. other work that overlapped a replay); "
+                         "repeatable, kept across --resume")
     ap.add_argument("--resume", action="store_true",
                     help="keep the replays the existing output file lists whose run folders still hold a "
                          "summary.json (same variants and seeds), and run only the others")
@@ -262,7 +267,7 @@ def main() -> int:
                  f"{len(ts.trace.pods):,} pods)",
         "protocol": f"the paper's protocol (seeded shuffle, tuned to {spec.demand:g}x the GPU capacity, one pod at a "
                     "time, each waiting for its verdict; an unschedulable pod recorded and deleted, never retried)",
-        "excerpt": args.excerpt or None, "seeds": seeds, "variants": {}, "replays": []}
+        "excerpt": args.excerpt or None, "seeds": seeds, "variants": {}, "replays": [], "notes": list(args.note)}
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "trace" if not args.excerpt else "trace-excerpt"
     t0 = time.time()
@@ -279,6 +284,7 @@ def main() -> int:
             *old.get("earlier_runs", []),
             {"date": old["facts"]["date"], "load_average_1_5_15": old["facts"]["machine"]["load_average_1_5_15"],
              "wall_s": old.get("wall_s"), "command": old["command"]}]
+        doc["notes"] = [*old.get("notes", []), *(n for n in args.note if n not in old.get("notes", []))]
         for r in earlier_replays(args.out / f"{stem}.json", {v.name for v in ts.file.variants}, seeds):
             done[r["variant"]].append(r)
             doc["replays"].append({k: r[k] for k in ("variant", "seed", "exit_code", "run_dir")})

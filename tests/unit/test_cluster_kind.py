@@ -122,3 +122,17 @@ def test_only_a_created_cluster_is_deleted(tmp_path: Path, monkeypatch: pytest.M
 
 def test_default_config_is_the_repo_file() -> None:
     assert DEFAULT_CONFIG.name == "kind-config.yaml" and DEFAULT_CONFIG.is_file()
+
+
+def test_with_podman_kind_needs_podman_on_its_own_path_and_no_docker(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _path_with(tmp_path, monkeypatch, kind="exit 0")  # no docker anywhere
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    s = KindSettings(kubeconfig=tmp_path / "kubeconfig", engine="podman", env={"PATH": str(engine)})
+    with pytest.raises(KindError, match="`podman` not found on the PATH kind is given") as e:
+        check_tools(s)
+    assert "docker" not in str(e.value).lower()
+    (engine / "podman").write_text("#!/bin/sh\n")
+    (engine / "podman").chmod(0o755)
+    assert check_tools(s) == str(bin_dir / "kind")
