@@ -158,9 +158,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "figures are the median over the seeds with min-max in brackets",
         f"- wall time: {_f(doc.get('wall_s'), 0)} s", "",
     ]
-    if doc.get("earlier_runs"):
-        lines[-1:-1] = ["- resumed: replays kept from earlier runs of the bench: " + "; ".join(
-            f"{e['date']} (load {e['load_average_1_5_15']}, {_f(e['wall_s'], 0)} s)" for e in doc["earlier_runs"])]
+    if doc.get("resumed"):
+        lines[-1:-1] = ["- resumed (`--resume`, the replays above kept): " + "; ".join(
+            f"{e['date']} (load {e['load_average_1_5_15']})" for e in doc["resumed"])]
     if doc.get("notes"):
         lines += ["**How it was measured, beyond the above:**", "", *(f"- {n}" for n in doc["notes"]), ""]
     if doc.get("excerpt"):
@@ -273,17 +273,20 @@ def main() -> int:
     t0 = time.time()
 
     def save() -> None:
-        doc["wall_s"] = round(time.time() - t0, 1)
+        doc["wall_s"] = round(prior_wall + time.time() - t0, 1)
         (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
         (args.out / f"{stem}.md").write_text(markdown(doc))
 
     done: dict[str, list[dict[str, Any]]] = {v.name: [] for v in ts.file.variants}
+    prior_wall = 0.0
     if args.resume and (args.out / f"{stem}.json").is_file():
         old = json.loads((args.out / f"{stem}.json").read_text())
-        doc["earlier_runs"] = [
-            *old.get("earlier_runs", []),
-            {"date": old["facts"]["date"], "load_average_1_5_15": old["facts"]["machine"]["load_average_1_5_15"],
-             "wall_s": old.get("wall_s"), "command": old["command"]}]
+        # the bench's own start stays its date and load; each resumption is listed after it
+        doc["facts"], doc["command"] = old["facts"], old["command"]
+        doc["resumed"] = [*old.get("resumed", []),
+                          {"date": facts["date"], "load_average_1_5_15": facts["machine"]["load_average_1_5_15"],
+                           "command": "python " + " ".join(sys.argv)}]
+        prior_wall = float(old.get("wall_s") or 0)
         doc["notes"] = [*old.get("notes", []), *(n for n in args.note if n not in old.get("notes", []))]
         for r in earlier_replays(args.out / f"{stem}.json", {v.name for v in ts.file.variants}, seeds):
             done[r["variant"]].append(r)
@@ -292,6 +295,7 @@ def main() -> int:
         for name, runs in done.items():
             if runs:
                 doc["variants"][name] = summarize(runs)
+        save()
     worst = max((r["exit_code"] for r in doc["replays"]), default=0)
     # seed-major: an interrupted bench has every variant at the same number of seeds
     for seed in seeds:
