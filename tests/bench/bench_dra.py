@@ -456,6 +456,8 @@ def markdown(doc: dict[str, Any]) -> str:
              f"Command: `{doc['command']}`  ",
              f"Machine: {m['cpu_model']}, {m['cores']} cores, {m['memory_gib']} GiB; load at start "
              f"{m['load_average_1_5_15']}; {m['os']}  ",
+             *[f"Earlier run merged in (`--merge`): `{e['command']}` on {e['date']}, load at start "
+               f"{e['load_average_1_5_15']}  " for e in doc.get("merged_runs") or []],
              f"Versions: {json.dumps(f.get('versions', {}))}, Python {m['python']}; control plane profile `scale` "
              "(client QPS 5000, APF off)  ", ""]
     rows = doc.get("throughput") or []
@@ -465,14 +467,15 @@ def markdown(doc: dict[str, Any]) -> str:
                   f"{doc['params']['gpus_per_node']} devices per node; one control plane per size and variant, "
                   f"{doc['params']['repeats']} repeats on it; cells: median (min-max) pods/s bound, from a watch.", "",
                   "| nodes | variant | pods/s | create rate | DRA / counted | DynamicResources share of plugins' time (%) "
-                  "| registration s | error |", "|---|---|---|---|---|---|---|---|"]
+                  "| registration s | measured | error |", "|---|---|---|---|---|---|---|---|---|"]
         ratios = (doc.get("summary") or {}).get("dra_over_counted") or {}
-        for r in rows:
+        for r in sorted(rows, key=lambda r: (r["size_nodes"], list(VARIANTS).index(r["variant"]))):
             mm = r.get("min_max") or ["", ""]
             ratio = (ratios.get(str(r["size_nodes"])) or {}).get(r["variant"])
             lines.append(f"| {r['size_nodes']} | {r['variant']} | {r.get('median_pods_per_s')} ({mm[0]}-{mm[1]}) | "
                          f"{r.get('median_create_rate')} | {ratio if ratio is not None else '-'} | "
-                         f"{r.get('median_plugin_share_pct')} | {r.get('registration_s')} | {r.get('error', '')} |")
+                         f"{r.get('median_plugin_share_pct')} | {r.get('registration_s')} | {r.get('measured', f['date'])[:16]} | "
+                         f"{r.get('error', '')} |")
         up = doc["summary"]["upstream_dra_over_counted"]
         lines += ["", "Upstream (scheduler_perf, k8s v1.36.3) beside it:", "",
                   "| test | nodes | pods | threshold pods/s | typically | note |", "|---|---|---|---|---|---|"]
@@ -485,18 +488,48 @@ def markdown(doc: dict[str, Any]) -> str:
         t = (doc.get("summary") or {}).get("registration") or {}
         lines += ["## Registration of 10,000 nodes x 8 GPUs, with and without slices", "",
                   "| variant | registration s (median, all) | nodes registered s | agent CPU s during it | "
-                  "steady agent cores | error |", "|---|---|---|---|---|---|"]
+                  "steady agent cores | measured | error |", "|---|---|---|---|---|---|---|"]
         for r in reg:
             lines.append(f"| {r['variant']} | {r.get('median_registration_s')} "
                          f"({', '.join(str(x['registration_s']) for x in r['repeats'])}) | "
                          f"{r.get('median_nodes_registered_s')} | {r.get('median_agent_cpu_s_registration')} | "
-                         f"{r.get('median_agent_steady_cores')} | {r.get('error', '')} |")
+                         f"{r.get('median_agent_steady_cores')} | {r.get('measured', f['date'])[:16]} | {r.get('error', '')} |")
         if t:
             lines += ["", f"Slices' cost: {t.get('registration_ratio')}x the counted registration (limit "
                           f"{t.get('limit')}: {'met' if t.get('met') else 'NOT met'}); steady agent cores "
                           f"{t.get('steady_agent_cores')}.", ""]
     lines += [f"Notes: {n}" for n in doc.get("notes") or []]
     return "\n".join(lines) + "\n"
+
+
+def merge_earlier(doc: dict[str, Any], earlier_path: Path, args: argparse.Namespace, parts: list[str]) -> None:
+    """Carry over what an earlier run measured and this one does not measure again (``--merge``).
+
+    Why: the 5,000-node sizes and the 10,000-node registration take hours, so they are run on their own
+    days; one report must still hold every figure, each with the run that measured it.  Rows this run
+    measures again are replaced as they are measured; the rest keep the earlier run's figures.  The
+    parameters must match, or the rows would not be comparable.
+    """
+    if not earlier_path.exists():
+        return
+    earlier = json.loads(earlier_path.read_text())
+    for key in ("repeats", "init_pods", "measured_pods", "gpus_per_node"):
+        if earlier.get("params", {}).get(key) != doc["params"][key]:
+            raise SystemExit(f"--merge: {earlier_path} was measured with {key}={earlier['params'].get(key)}, "
+                             f"this run with {doc['params'][key]}; rerun every size instead")
+    ef = earlier["facts"]
+    doc["merged_runs"] = [*(earlier.get("merged_runs") or []),
+                          {"command": earlier["command"], "date": ef["date"],
+                           "load_average_1_5_15": ef["machine"]["load_average_1_5_15"]}]
+    sizes = [int(x) for x in args.sizes.split(",") if x] if "throughput" in parts else []
+    for r in earlier.get("throughput") or []:
+        r.setdefault("measured", ef["date"])
+        if not (r["size_nodes"] in sizes and r["variant"] in args.variants.split(",")):
+            doc["throughput"].append(r)
+    for r in earlier.get("registration") or []:
+        r.setdefault("measured", ef["date"])
+        if "registration" not in parts:
+            doc["registration"].append(r)
 
 
 def write(doc: dict[str, Any], out: Path) -> None:
@@ -521,6 +554,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench")
     ap.add_argument("--work", type=Path, default=ROOT / ".hollowscale" / "bench-dra")
     ap.add_argument("--render", type=Path, help="re-render the markdown of this dra.json only")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of the existing OUT/dra.json that this run does not measure again "
+                         "(another size or part, measured earlier); the earlier run's command, date and load "
+                         "are listed in the report")
     args = ap.parse_args()
     if args.render:
         doc = json.loads(args.render.read_text())
@@ -537,16 +574,21 @@ def main() -> int:
                                      "agent and this client share the machine's cores, where scheduler_perf runs one "
                                      "process on CI machines."]}
     parts = args.parts.split(",")
+    if args.merge:
+        merge_earlier(doc, args.out / "dra.json", args, parts)
+        write(doc, args.out)
     if "throughput" in parts:
         for size in [int(x) for x in args.sizes.split(",") if x]:
             for name in args.variants.split(","):
                 log(f"throughput: {size} nodes, variant {name}")
-                doc["throughput"].append(throughput_variant(size, name, args, work))
+                doc["throughput"] = [r for r in doc["throughput"] if (r["size_nodes"], r["variant"]) != (size, name)]
+                doc["throughput"].append({**throughput_variant(size, name, args, work), "measured": doc["facts"]["date"]})
                 write(doc, args.out)
     if "registration" in parts:
         for name in ("counted", "slices"):
             log(f"registration: {args.registration_nodes} nodes, {name}")
-            doc["registration"].append(registration_variant(name, args, work))
+            doc["registration"] = [r for r in doc["registration"] if r["variant"] != name]
+            doc["registration"].append({**registration_variant(name, args, work), "measured": doc["facts"]["date"]})
             write(doc, args.out)
     write(doc, args.out)
     print(markdown(doc))
