@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kubelet device plugin for nvidia.com/gpu (fake inventory or the machine's real GPUs), "
                     "registered through the kubelet's plugin watcher (<kubelet-root>/plugins_registry).")
     parser.add_argument("--kubelet-root", type=Path, required=True, help="the kubelet's --root-dir")
+    parser.add_argument("--kubelet-sees-root", type=Path, metavar="DIR",
+                        help="the kubelet's --root-dir as the kubelet sees it, when it runs in another mount "
+                             "namespace (a kind node container with <kubelet-root>/plugins_registry mounted into "
+                             "<DIR>/plugins_registry); default: --kubelet-root")
     parser.add_argument("--node", required=True, help="the node's name (fake device IDs are <node>-gpu-<i>)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--fake-gpus", type=_positive_int, metavar="N", help="advertise N fake GPUs")
@@ -89,7 +93,8 @@ def resolve_inventory(args: argparse.Namespace) -> Inventory:
 
 def serve(args: argparse.Namespace, inventory: Inventory, stop: threading.Event) -> None:
     """Run the plugin until ``stop`` is set; always removes the socket."""
-    settings = PluginSettings(kubelet_root=args.kubelet_root.absolute(), node=args.node, resource=args.resource)
+    settings = PluginSettings(kubelet_root=args.kubelet_root.absolute(), node=args.node, resource=args.resource,
+                              kubelet_view=args.kubelet_sees_root)
     driver = find_driver_files(inventory.dev_root) if inventory.real else None
     if driver is not None:
         log.info("driver files: devices %s, libraries %s, nvidia-smi %s", list(driver.control_devices),

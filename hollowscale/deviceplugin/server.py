@@ -60,9 +60,28 @@ class PluginError(RuntimeError):
 
 @dataclass(frozen=True)
 class PluginSettings:
+    """Where the plugin serves.
+
+    Attributes:
+        kubelet_root: the kubelet's root dir as this process sees it (the socket goes in its registry).
+        node: the node's name.
+        resource: the extended resource advertised.
+        kubelet_view: the same dir as the kubelet sees it, when the kubelet runs in another mount namespace
+            (a kind node container, into which ``<kubelet_root>/plugins_registry`` is mounted); the endpoint
+            handed to the kubelet is under it.  None: the kubelet sees what this process sees.
+    """
+
     kubelet_root: Path
     node: str
     resource: str = "nvidia.com/gpu"
+    kubelet_view: Path | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The socket's path as the kubelet dials it."""
+        if self.kubelet_view is None:
+            return str(self.socket_path)
+        return str(self.kubelet_view / REGISTRY_DIR / self.socket_path.name)
 
     @property
     def registry_dir(self) -> Path:
@@ -205,7 +224,7 @@ class RegistrationService(reg_grpc.RegistrationServicer):
 
     def GetInfo(self, request: reg.InfoRequest, context: grpc.ServicerContext) -> reg.PluginInfo:
         return reg.PluginInfo(type=PLUGIN_TYPE, name=self.settings.resource,
-                              endpoint=str(self.settings.socket_path), supported_versions=[API_VERSION])
+                              endpoint=self.settings.endpoint, supported_versions=[API_VERSION])
 
     def NotifyRegistrationStatus(self, request: reg.RegistrationStatus,
                                  context: grpc.ServicerContext) -> reg.RegistrationStatusResponse:

@@ -65,6 +65,15 @@ def test_get_info_answers_what_the_plugin_watcher_expects(channel: grpc.Channel,
     assert list(info.supported_versions) == ["v1beta1"]
 
 
+def test_a_kubelet_in_another_mount_namespace_is_given_the_socket_as_it_sees_it(kubelet_root: Path) -> None:
+    # a kind node: <kubelet_root>/plugins_registry is mounted at /var/lib/kubelet/plugins_registry inside it
+    here = PluginSettings(kubelet_root=kubelet_root, node=NODE)
+    inside = PluginSettings(kubelet_root=kubelet_root, node=NODE, kubelet_view=Path("/var/lib/kubelet"))
+    assert here.endpoint == str(here.socket_path)
+    assert inside.socket_path == here.socket_path  # served in the same place
+    assert inside.endpoint == "/var/lib/kubelet/plugins_registry/nvidia.com_gpu.sock"
+
+
 def test_notify_registration_status_is_recorded(channel: grpc.Channel, plugin: PluginServer) -> None:
     stub = reg_grpc.RegistrationStub(channel)
     assert not plugin.wait_registered(0)
