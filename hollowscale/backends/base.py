@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hollowscale.cluster.realnode.access import NoRealNodes, RealNodeAccess
 from hollowscale.measure.prom import Target
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
@@ -47,11 +48,6 @@ class ClusterFacts:
     reused: bool | None = None
     real_nodes: list[dict[str, Any]] = field(default_factory=list)
     supervised: bool = False
-
-    @property
-    def real_node_sockets(self) -> list[str]:
-        """The containerd sockets of the real nodes (where images are imported: there is no registry)."""
-        return [str(n["containerd_socket"]) for n in self.real_nodes]
 
 
 class ControlPlane(Protocol):
@@ -103,6 +99,8 @@ class ClusterAccess:
         facts: what the report says about the cluster.
         control_plane: the control plane's processes as far as the run can see them.
         started_pids: processes this run started for the cluster (recorded in ``pids.json``).
+        real_nodes: how the run's real pods get onto the cluster's real nodes (images, host folders, the
+            apiserver): :mod:`hollowscale.cluster.realnode.access`.
     """
 
     endpoint: KubeEndpoint
@@ -111,6 +109,7 @@ class ClusterAccess:
     facts: ClusterFacts
     control_plane: ControlPlane = field(default_factory=UnseenControlPlane)
     started_pids: dict[str, int] = field(default_factory=dict)
+    real_nodes: RealNodeAccess = field(default_factory=NoRealNodes)
 
 
 class ClusterBackend(Protocol):

@@ -5,10 +5,9 @@ none (every list of objects is then empty).  It hands the report the batch figur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from hollowscale.batch.objects import BatchObjects, kueue_objects, priority_objects, volcano_objects
 from hollowscale.batch.report import BatchSection
+from hollowscale.cluster.realnode.access import RealNodeAccess
 from hollowscale.scenario import Scenario
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim
@@ -24,7 +23,7 @@ class BatchObjectsFeature(BatchSection):
         self.run_id = run_id
         self.objects: BatchObjects | None = None
 
-    def prepare(self, endpoint: KubeEndpoint, real_node_sockets: Sequence[str], claims: list[NamespaceClaim]) -> None:
+    def prepare(self, endpoint: KubeEndpoint, real_nodes: RealNodeAccess, claims: list[NamespaceClaim]) -> None:
         """Create the scenario's priority classes and queues (an object of that name the run did not create
         stops the run: :class:`hollowscale.batch.objects.BatchObjectError`)."""
         self.objects = BatchObjects(session_for(endpoint, 1), endpoint.server, self.run_id)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
+from hollowscale.cluster.realnode.access import RealNodeAccess
 from hollowscale.distilljobs.jobs import DistillJobs
 from hollowscale.distilljobs.prepare import add_distill_section, build_distill_jobs
 from hollowscale.distilljobs.report import DistillJobsSection
@@ -46,10 +47,10 @@ class DistillJobsFeature(DistillJobsSection):
         self.phase = phase
         self.jobs: DistillJobs | None = None
 
-    def prepare(self, endpoint: KubeEndpoint, real_node_sockets: Sequence[str], claims: list[NamespaceClaim]) -> None:
+    def prepare(self, endpoint: KubeEndpoint, real_nodes: RealNodeAccess, claims: list[NamespaceClaim]) -> None:
         """The distill image on the real nodes, the teacher checkpoint, the jobs' namespace, teachers Ready."""
         self.phase("distill-setup")
-        self.jobs = build_distill_jobs(self.sc, real_node_sockets, endpoint, self.run_id, claims, self.log)
+        self.jobs = build_distill_jobs(self.sc, real_nodes, endpoint, self.run_id, claims, self.log)
         self.jobs.create_teachers()
         self.jobs.wait_teachers_ready(300.0, self.sleep)
         self.jobs.start_monitor()

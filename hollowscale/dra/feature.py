@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hollow.dra import device_classes, memory_bytes
+from hollowscale.cluster.realnode.access import RealNodeAccess
 from hollowscale.dra import report
 from hollowscale.dra.figures import SOURCES, dra_measurements
 from hollowscale.dra.objects import DeviceClasses, DraObjectError, claim_objects, create_templates, dry_run
@@ -67,7 +68,7 @@ class DraFeature:
         self.section = report.DraSection()
 
     # ------------------------------------------------------------------------------------ prepare
-    def prepare(self, endpoint: KubeEndpoint, real_node_sockets: Sequence[str], claims: list[NamespaceClaim]) -> None:
+    def prepare(self, endpoint: KubeEndpoint, real_nodes: RealNodeAccess, claims: list[NamespaceClaim]) -> None:
         self.endpoint = endpoint
         session = session_for(endpoint, 1)
         self.classes = DeviceClasses(session, endpoint.server)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from hollowscale.batch.feature import BatchObjectsFeature
+from hollowscale.cluster.realnode.access import RealNodeAccess
 from hollowscale.distilljobs.feature import DistillJobsFeature
 from hollowscale.dra.feature import DraFeature
 from hollowscale.dra.feature import applies as dra_applies
@@ -45,7 +46,7 @@ class RunFeature(Protocol):
 
 @runtime_checkable
 class Prepares(Protocol):
-    def prepare(self, endpoint: KubeEndpoint, real_node_sockets: Sequence[str], claims: list[NamespaceClaim]) -> None:
+    def prepare(self, endpoint: KubeEndpoint, real_nodes: RealNodeAccess, claims: list[NamespaceClaim]) -> None:
         """Before the agents start; a namespace it claims goes into ``claims`` (released by the run)."""
         ...
 

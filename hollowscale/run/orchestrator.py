@@ -166,7 +166,7 @@ class Runner:
                                                self.run_id, log=self.progress.log))
         self.namespace = self.claims[0]
         for feature in self.hooks.prepare:
-            feature.prepare(access.endpoint, access.facts.real_node_sockets, self.claims)
+            feature.prepare(access.endpoint, access.real_nodes, self.claims)
         return access
 
     def _agents(self, access: ClusterAccess) -> Placement:

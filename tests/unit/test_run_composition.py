@@ -9,10 +9,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hollowscale.backends import BACKENDS
-from hollowscale.backends.base import BackendSettings, ClusterFacts, UnseenControlPlane
+from hollowscale.backends.base import BackendSettings, UnseenControlPlane
 from hollowscale.backends.existing import ExistingBackend
 from hollowscale.batch.feature import BatchObjectsFeature
+from hollowscale.cluster.realnode.access import NoRealNodes, RealNodeError
 from hollowscale.distilljobs.feature import DistillJobsFeature
 from hollowscale.placements import PLACEMENTS
 from hollowscale.run.faults import Faults
@@ -107,7 +110,10 @@ def test_an_existing_cluster_is_never_taken_down(tmp_path: Path) -> None:
     logged: list[str] = []
     ExistingBackend(BackendSettings(sc, tmp_path, keep_cluster=False, log=logged.append)).down()
     assert logged == [] and list(tmp_path.iterdir()) == []
-    assert ClusterFacts(profile="default").real_node_sockets == []
+    nothing = NoRealNodes()  # what such a cluster's real pods get: a clear refusal, no guess
+    assert nothing.count == 0 and nothing.pod_apiserver is None
+    with pytest.raises(RealNodeError, match="no real nodes hollowscale knows of"):
+        nothing.host_dir(tmp_path)
 
 
 def test_the_orchestrator_reads_as_phases_with_no_backend_or_placement_branch() -> None:
