@@ -1,26 +1,36 @@
-"""``cluster.backend: kind``: a kind cluster (Kubernetes in Docker) for users who have Docker.
+"""``cluster.backend: kind``: a kind cluster (Kubernetes in containers), through the ``kind`` CLI.
 
-The embedded local cluster (:mod:`hollowscale.cluster.local`) needs no Docker and is what the test suite
-runs; kind is the alternative for users who want real nodes as containers. This module only drives the
+The embedded local cluster (:mod:`hollowscale.cluster.local`) needs no container engine and is what most
+of the test suite runs; kind is the alternative for users who want real nodes as containers. The engine
+is the user's Docker or, for :mod:`hollowscale.backends.kind`, hollowscale's own podman with a node image
+built here (:mod:`hollowscale.kindnode`). This module only drives the
 ``kind`` CLI: it creates the cluster from ``kind-config.yaml`` (or reuses one of the same name), loads
 the images the manifests need (the distill image, built by :func:`hollowscale.images.build_images` as an
 OCI archive, loaded with ``kind load image-archive``: containerd's ``ctr images import`` in every node),
 writes a kubeconfig and hands its path back. :func:`delete_kind_cluster` deletes only a cluster this
 module created, never one the user already had.
 
-It was not run against Docker on the machine it was written on (there is none): the config is checked
-with kind's own Go code (tests/tools/kindcheck) and the missing-tool errors are tested.
+Interruptions: kind runs in its own process group, so a Ctrl-C at the terminal reaches the harness only;
+the harness then kills kind's whole group (kind and the engine commands it started) and, when it was
+creating the cluster, deletes what kind had made so far. kind itself deletes a cluster whose creation
+failed.  On podman this is run end to end by ``tests/integration/test_run_kind_backend.py``; with Docker
+only the missing-tool errors are tested here (Docker's ``--privileged`` cannot start on this machine
+kind: docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hollowscale.cluster.realnode.access import RealNodeError
 from hollowscale.images import BuiltImage
 from hollowscale.paths import REPO_ROOT
 
@@ -88,6 +98,51 @@ class KindCluster:
     kind: str = "kind"
     env: Mapping[str, str] | None = None
 
+    def load_image(self, image: BuiltImage, nodes: Sequence[str] = ()) -> None:
+        """``kind load image-archive``: the image into the containerd of ``nodes`` (default: every node);
+        there is no registry."""
+        _kind(self.kind, ["load", "image-archive", str(image.archive), "--name", self.name,
+                          *(["--nodes", ",".join(nodes)] if nodes else [])], 900,
+              f"loading {image.name} into kind cluster {self.name}", self.env)
+        self.loaded_images.append(image.name)
+
+
+@dataclass(frozen=True)
+class KindRealNodes:
+    """A kind cluster's workers as the run's real nodes (:mod:`hollowscale.cluster.realnode.access`).
+
+    Attributes:
+        cluster: the cluster.
+        workers: its worker nodes' names (kind's container names); images go only there.
+        mounts: this machine's folders mounted into every worker when the cluster was created
+            (host path -> path inside the node), read-only.
+    """
+
+    cluster: KindCluster
+    workers: tuple[str, ...]
+    mounts: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.workers)
+
+    @property
+    def pod_apiserver(self) -> tuple[str, int] | None:
+        return None  # kind routes the kubernetes Service (kube-proxy runs on every node)
+
+    def load_images(self, images: Sequence[BuiltImage], log: Callable[[str], None]) -> None:
+        for image in images:
+            log(f"loading {image.name} into {', '.join(self.workers)} (kind load image-archive)")
+            self.cluster.load_image(image, self.workers)
+
+    def host_dir(self, path: Path) -> str:
+        inside = self.mounts.get(str(path.resolve()))
+        if inside is None:
+            raise RealNodeError(f"{path} is not mounted into the kind cluster {self.cluster.name}'s nodes (mounted: "
+                                f"{', '.join(self.mounts) or 'nothing'}); a kind node sees only what was mounted when "
+                                "the cluster was created: delete it and run again")
+        return inside
+
 
 def check_tools(settings: KindSettings) -> str:
     """The kind executable's path, once kind and a running Docker are both there.
@@ -134,16 +189,30 @@ def _kind(kind: str, args: list[str], timeout_s: float, what: str, env: Mapping[
     """Run ``kind ARGS``; its stdout, or KindError with the command and kind's own message."""
     cmd = [kind, *args]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                           env=dict(env) if env is not None else None)
-    except subprocess.TimeoutExpired:
-        raise KindError(f"{what}: `{' '.join(cmd)}` did not finish in {timeout_s:.0f} s") from None
+        # its own session: a terminal's Ctrl-C interrupts the harness, which then stops kind's whole group
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(env) if env is not None else None, start_new_session=True)
     except OSError as e:
         raise KindError(f"{what}: cannot run `{kind}`: {e} ({KIND_INSTALL_HINT})") from None
-    if p.returncode != 0:
-        tail = "\n".join((p.stderr or p.stdout).strip().splitlines()[-15:])
-        raise KindError(f"{what}: `{' '.join(cmd)}` exited {p.returncode}:\n{tail}")
-    return p.stdout
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise KindError(f"{what}: `{' '.join(cmd)}` did not finish in {timeout_s:.0f} s") from None
+    except BaseException:  # interrupted: kind and the engine commands it started go with it
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-15:])
+        raise KindError(f"{what}: `{' '.join(cmd)}` exited {proc.returncode}:\n{tail}")
+    return stdout
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL ``proc``'s process group (it leads its own session) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
 
 
 def kind_clusters(kind: str, env: Mapping[str, str] | None = None) -> list[str]:
@@ -182,24 +251,15 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
             raise KindError(
                 f"kind config {settings.config} does not exist (expected kind-config.yaml at the repo root)"
             )
-        _kind(
-            kind,
-            [
-                "create",
-                "cluster",
-                "--name",
-                settings.name,
-                "--config",
-                str(settings.config),
-                "--kubeconfig",
-                str(settings.kubeconfig),
-                "--wait",
-                f"{settings.wait_s:.0f}s",
-            ],
-            settings.wait_s + 600,
-            f"creating kind cluster {settings.name}",
-            env,
-        )
+        try:
+            _kind(kind, ["create", "cluster", "--name", settings.name, "--config", str(settings.config),
+                         "--kubeconfig", str(settings.kubeconfig), "--wait", f"{settings.wait_s:.0f}s"],
+                  settings.wait_s + 600, f"creating kind cluster {settings.name}", env)
+        except KindError:
+            raise  # kind deletes a cluster whose creation failed
+        except BaseException:  # interrupted half-way: what kind made so far is ours, and goes
+            delete_kind_cluster(KindCluster(settings.name, settings.kubeconfig, True, kind=kind, env=env))
+            raise
     else:
         _kind(
             kind,
@@ -211,15 +271,8 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
     cluster = KindCluster(settings.name, settings.kubeconfig, created, kind=kind, env=env)
     try:
         for image in archives:
-            _kind(
-                kind,
-                ["load", "image-archive", str(image.archive), "--name", settings.name],
-                900,
-                f"loading {image.name} into kind cluster {settings.name}",
-                env,
-            )
-            cluster.loaded_images.append(image.name)
-    except KindError:
+            cluster.load_image(image)
+    except BaseException:  # a failed or interrupted load: a cluster made here goes (a reused one stays)
         delete_kind_cluster(cluster)
         raise
     return cluster

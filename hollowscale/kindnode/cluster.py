@@ -1,12 +1,17 @@
 """A kind cluster from the node image built here: its kind config, and what it changes on the machine.
 
 The cluster's *shape* stays the user's ``kind-config.yaml`` (nodes, roles, labels, taints, kubeadm
-patches); :func:`render_kind_config` only puts our node image on every node and adds the two patches
-this machine kind needs on top of the user's:
+patches); :func:`render_kind_config` only puts our node image on every node and adds three patches on top
+of the user's:
 
 - ``failCgroupV1: false``: the v1.36 kubelet refuses a cgroup v1 host by default, and kind v0.33.0 never
   sets it (kind only warns on v1);
-- the etcd and CoreDNS image tags we built (:func:`hollowscale.kindnode.image.kubeadm_image_patch`).
+- the etcd and CoreDNS image tags we built (:func:`hollowscale.kindnode.image.kubeadm_image_patch`);
+- kube-scheduler and kube-controller-manager serving on every address of the control-plane container
+  (``bind-address: 0.0.0.0``; kubeadm binds them to 127.0.0.1 inside it) so that Prometheus on this machine
+  can scrape them at the container's address on the cluster's own network
+  (:data:`METRICS_PORTS`).  Nothing else about their serving changes: a scrape still authenticates (the
+  harness's admin client certificate) and is authorised through the apiserver.
 
 :class:`HostChanges` records what creating the cluster changes on the machine and puts it back:
 the iptables chains podman's network backend adds (:mod:`hollowscale.kindnode.firewall`), and
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,11 @@ from hollowscale.kindnode import firewall
 from hollowscale.kindnode.image import kubeadm_image_patch
 
 CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
+METRICS_PATCH = ("kind: ClusterConfiguration\n"
+                 "controllerManager:\n  extraArgs:\n    bind-address: \"0.0.0.0\"\n"
+                 "scheduler:\n  extraArgs:\n    bind-address: \"0.0.0.0\"\n")
+#: the secure ports kubeadm gives the two (its defaults, which kind keeps): scrape job -> port
+METRICS_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 MODULES = Path("/lib/modules")
 
 
@@ -34,9 +45,15 @@ class KindConfigError(ValueError):
     """The kind config cannot be used: the message names the file and the field."""
 
 
-def render_kind_config(doc: dict[str, Any], image: str, source: str = "kind-config.yaml") -> dict[str, Any]:
+def render_kind_config(doc: dict[str, Any], image: str, source: str = "kind-config.yaml",
+                       worker_mounts: Callable[[int], Sequence[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """``doc`` (a kind ``Cluster`` config) with ``image`` on every node and our cluster-level patches after
-    the user's own (module docstring); ``doc`` itself is left as it was."""
+    the user's own (module docstring); ``doc`` itself is left as it was.
+
+    ``worker_mounts(i)``: kind ``extraMounts`` entries for the ``i``-th worker (1-based, config order), added
+    after the user's own: the folders the run's real pods read and the registry of its fake GPU plugin
+    (:mod:`hollowscale.kindnode.gpus`).
+    """
     if not isinstance(doc, dict) or doc.get("kind") != "Cluster":
         raise KindConfigError(f"{source}: kind: expected Cluster (a kind config), got {doc.get('kind')!r}"
                               if isinstance(doc, dict) else f"{source}: expected a mapping")
@@ -47,13 +64,19 @@ def render_kind_config(doc: dict[str, Any], image: str, source: str = "kind-conf
     if sum(1 for n in nodes if n.get("role", "control-plane") == "control-plane") != 1:
         raise KindConfigError(f"{source}: nodes: exactly one control-plane node (kind's load balancer for "
                               "several is an image from a registry, out of reach here)")
+    workers = 0
     for node in nodes:
         node["image"] = image
+        if worker_mounts is not None and node.get("role", "control-plane") == "worker":
+            workers += 1
+            extra = list(worker_mounts(workers))
+            if extra:
+                node["extraMounts"] = [*(node.get("extraMounts") or []), *extra]
     out["nodes"] = nodes
     patches = out.get("kubeadmConfigPatches") or []
     if not isinstance(patches, list):
         raise KindConfigError(f"{source}: kubeadmConfigPatches: expected a list")
-    out["kubeadmConfigPatches"] = [*patches, CGROUP_V1_PATCH, kubeadm_image_patch()]
+    out["kubeadmConfigPatches"] = [*patches, CGROUP_V1_PATCH, kubeadm_image_patch(), METRICS_PATCH]
     return out
 
 
@@ -88,4 +111,4 @@ class HostChanges:
         return done
 
 
-__all__ = ["CGROUP_V1_PATCH", "HostChanges", "KindConfigError", "render_kind_config"]
+__all__ = ["CGROUP_V1_PATCH", "METRICS_PATCH", "METRICS_PORTS", "HostChanges", "KindConfigError", "render_kind_config"]

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import yaml
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
 from hollow.pools import Pools, PoolSpec, pools_to_doc
+from hollowscale.paths import REPO_ROOT
 from hollowscale.scenario.batch import (
     CohortSpec,
     PriorityClassSpec,
@@ -118,10 +120,9 @@ class ClusterSpec(Spec):
 
     Attributes:
         backend: ``local`` (processes started by hollowscale), ``kind`` (a kind cluster named
-            ``hollowscale`` shaped by ``kind-config.yaml``, of nodes built here and run by hollowscale's own
-            podman (:mod:`hollowscale.kindnode`), created when absent and deleted after only then; the
-            distill image is loaded into it when the scenario has distill jobs) or ``existing``
-            (any kubeconfig).
+            ``hollowscale`` shaped by ``kind_config``, of nodes built here and run by hollowscale's own
+            podman (:mod:`hollowscale.kindnode`), created when absent and deleted after only then; its
+            workers run the distill jobs) or ``existing`` (any kubeconfig).
         profile: ``default`` keeps upstream limits, ``scale`` lifts client QPS and in-flight limits.
         kubeconfig: for ``kind``/``existing``; when absent, ``$KUBECONFIG`` then ``~/.kube/config``.
         dir: local cluster folder (default ``.hollowscale/cluster`` for the default profile,
@@ -138,9 +139,14 @@ class ClusterSpec(Spec):
             Not run by hollowscale's own tests: no Volcano is available here.
         real_nodes: real kubelets (each with its own containerd) the local cluster starts beside the
             hollow nodes, labelled ``hollowscale.io/node-kind=real`` and tainted so hollow workloads
-            never land there; ``distill_jobs`` run on them.  Needs root.
+            never land there; ``distill_jobs`` run on them.  Needs root.  On ``kind`` the real nodes are
+            the workers of ``kind-config.yaml`` (labelled and tainted the same way) and this is not read.
         real_node_gpus: fake GPUs on each real node, counted or as DRA devices
-            (:class:`~hollowscale.scenario.realgpus.RealNodeGpus`); None: none.
+            (:class:`~hollowscale.scenario.realgpus.RealNodeGpus`); None: none.  On ``kind``, counted
+            GPUs of every worker, advertised by the fake device plugin run beside the cluster.
+        kind_config: for ``kind``: the kind config that shapes the cluster (default ``kind-config.yaml``
+            at the repository root; ``kind-config-gpu.yaml`` passes the host's GPUs into its worker).  A
+            relative path is looked up from the current folder, then from the repository root.
     """
 
     backend: one_of(*BACKENDS) = "local"  # type: ignore[valid-type]
@@ -154,6 +160,30 @@ class ClusterSpec(Spec):
     volcano: StrictBool = False
     real_nodes: number(0, 16, integer=True) = 0  # type: ignore[valid-type]
     real_node_gpus: RealNodeGpus | None = None
+    kind_config: StrictStr | None = None
+
+    def kind_config_path(self) -> Path:
+        """The kind config of a ``kind`` run (see ``kind_config``); it may not exist (validation says so)."""
+        if not self.kind_config:
+            return REPO_ROOT / "kind-config.yaml"
+        path = Path(self.kind_config).expanduser()
+        if path.is_absolute() or path.exists():
+            return path.resolve()
+        return REPO_ROOT / path
+
+    def real_node_count(self) -> int:
+        """The real nodes the run's real pods may use: ``real_nodes`` on ``local``, the workers of the kind
+        config on ``kind`` (0 when it cannot be read: validation says why), none on ``existing``."""
+        if self.backend == "local":
+            return int(self.real_nodes)
+        if self.backend != "kind":
+            return 0
+        try:
+            doc = yaml.safe_load(self.kind_config_path().read_text())
+        except (OSError, yaml.YAMLError):
+            return 0
+        nodes = doc.get("nodes") if isinstance(doc, dict) else None
+        return sum(1 for n in nodes or () if isinstance(n, dict) and n.get("role") == "worker")
 
     def kubeconfig_path(self) -> str | None:
         """The kubeconfig a ``kind``/``existing`` run uses: the file's, else ``$KUBECONFIG``, else
@@ -172,6 +202,11 @@ class ClusterSpec(Spec):
         if self.backend == "existing" and self.kubeconfig_path() is None:
             raise_problems("cluster", [(("kubeconfig",), f"is required when backend is '{self.backend}' and neither "
                                                          "$KUBECONFIG nor ~/.kube/config is there")])
+        if self.kind_config is not None and self.backend != "kind":
+            raise_problems("cluster", [(("kind_config",), f"applies to backend 'kind', not '{self.backend}'")])
+        if self.backend == "kind" and not self.kind_config_path().is_file():
+            raise_problems("cluster", [(("kind_config",), f"no such file: {self.kind_config_path()} (expected a "
+                                                          "kind Cluster config, e.g. kind-config.yaml)")])
         return self
 
 
@@ -443,14 +478,18 @@ class ScenarioFile(Spec):
             if self.distill_jobs[i].start_at_s >= self.arrival.duration_s:
                 problems.append((("distill_jobs", i, "start_at_s"), "expected a time within the load "
                                  f"(< {self.arrival.duration_s:g}s), got {self.distill_jobs[i].start_at_s:g}s"))
-        if self.distill_jobs and self.cluster.backend != "local":
-            problems.append((("distill_jobs",), "real distillation jobs run on the local cluster's real nodes "
-                             f"(cluster.backend: local), not {self.cluster.backend!r}; on another cluster apply "
-                             "deploy/distill yourself"))
-        elif self.distill_jobs and self.cluster.real_nodes < 1:
-            problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)"))
-        problems += real_node_gpu_problems(self.cluster.real_node_gpus, self.cluster.real_nodes, self.cluster.backend)
-        problems += distill_gpu_problems(self.distill_jobs, self.cluster.real_node_gpus, self.cluster.real_nodes)
+        if self.distill_jobs and self.cluster.backend not in ("local", "kind"):
+            problems.append((("distill_jobs",), "real distillation jobs run on real nodes hollowscale made: the local "
+                             "cluster's (cluster.backend: local) or kind's workers (cluster.backend: kind), not "
+                             f"{self.cluster.backend!r}'s; on another cluster apply deploy/distill yourself"))
+        elif self.distill_jobs and self.cluster.real_node_count() < 1:
+            problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)")
+                            if self.cluster.backend == "local" else
+                            (("cluster", "kind_config"), f"distill_jobs need a worker node, and "
+                             f"{self.cluster.kind_config_path()} has none"))
+        real_nodes = self.cluster.real_node_count()
+        problems += real_node_gpu_problems(self.cluster.real_node_gpus, real_nodes, self.cluster.backend)
+        problems += distill_gpu_problems(self.distill_jobs, self.cluster.real_node_gpus, real_nodes)
         if self.distill_jobs and self.variants:
             problems.append((("distill_jobs",), "expected no variants with distill_jobs (one cluster, one set of jobs)"))
         if self.distill_jobs:  # the run claims <cluster.namespace>-distill (hollowscale.distilljobs.prepare)

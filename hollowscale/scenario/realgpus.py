@@ -101,8 +101,14 @@ def distill_gpu_problems(jobs: tuple[DistillJobSpec, ...], gpus: RealNodeGpus | 
 
 
 def real_node_gpu_problems(gpus: RealNodeGpus | None, real_nodes: int, backend: str) -> Problems:
-    """``cluster.real_node_gpus`` without real nodes to put them on."""
-    if gpus is not None and (real_nodes < 1 or backend != "local"):
-        return [(("cluster", "real_node_gpus"), "GPUs of the local cluster's real nodes: expected cluster.backend: "
-                 f"local and cluster.real_nodes >= 1, got {backend!r} with {real_nodes}")]
+    """``cluster.real_node_gpus`` without real nodes to put them on: the local cluster's real nodes, or kind's
+    workers (counted GPUs only: the fake device plugin runs beside a kind cluster, the DRA plugin does not)."""
+    if gpus is None:
+        return []
+    if backend not in ("local", "kind") or real_nodes < 1:
+        return [(("cluster", "real_node_gpus"), "GPUs of real nodes hollowscale made: expected cluster.backend: "
+                 f"local with cluster.real_nodes >= 1, or kind with workers, got {backend!r} with {real_nodes}")]
+    if backend == "kind" and gpus.expose != "counted":
+        return [(("cluster", "real_node_gpus", "expose"), "kind workers get counted GPUs (the fake device plugin); "
+                 f"expected counted, got {gpus.expose!r} (DRA GPUs on real nodes: cluster.backend: local)")]
     return []

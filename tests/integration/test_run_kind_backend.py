@@ -1,19 +1,24 @@
 """``cluster.backend: kind`` through ``hollowscale run``, for real: the smoke scenario against a kind cluster of
 nodes built here (hollowscale.kindnode) in hollowscale's own podman, shaped by ``kind-config.yaml``
-(a control plane and two workers), and nothing of it left afterwards."""
+(a control plane and two workers), with a short real distillation job on the workers and the kind
+control plane's own metrics scraped, and nothing of it left afterwards; and a Ctrl-C while kind is still
+creating the cluster, after which nothing is left either."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from clirun import run_cli
+from clirun import interrupt, run_cli
 
 from hollowscale.kindnode import firewall
-from hollowscale.kindnode.engine import ensure_podman
+from hollowscale.kindnode.engine import Podman, ensure_podman
 
 # builds the node image when it is not cached and runs a whole scenario on kind: make test-e2e
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]
@@ -21,15 +26,36 @@ pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_smoke_scenario_on_a_kind_cluster_built_here(tmp_path: Path) -> None:
+WORKERS = ("hollowscale-worker", "hollowscale-worker2")
+
+
+def _no_cluster_yet() -> Podman:
     podman = ensure_podman()
     if podman.run(["container", "exists", "hollowscale-control-plane"], check=False).returncode == 0:
         pytest.fail("a kind cluster named hollowscale already runs in hollowscale's podman: the run would reuse "
                     "it, and this test checks a cluster the run creates", pytrace=False)
+    return podman
+
+
+def _assert_nothing_left(podman: Podman, fw_before: dict[str, firewall.Rules], modules_before: bool) -> None:
+    """No node container, no volume, no kind network, the firewall and /lib/modules as before."""
+    assert not podman.run(["ps", "--all", "--quiet"]).stdout.strip()
+    assert not podman.run(["volume", "ls", "--quiet"]).stdout.strip()
+    assert podman.run(["network", "exists", "kind"], check=False).returncode != 0
+    assert {t: r.chains for t, r in firewall.snapshot().items()} == {t: r.chains for t, r in fw_before.items()}
+    assert Path("/lib/modules").exists() == modules_before
+
+
+def test_smoke_scenario_on_a_kind_cluster_built_here(tmp_path: Path) -> None:
+    podman = _no_cluster_yet()
     modules_before = Path("/lib/modules").exists()
     fw_before = firewall.snapshot()
     doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
     doc["cluster"] = {"backend": "kind", "namespace": "kind-smoke"}
+    # a real job on the workers: a teacher behind its Service, a student that trains with its soft labels
+    doc["distill_jobs"] = [{"name": "kind", "seed": 0, "teachers": 1, "epochs": 1, "labelled": 300,
+                            "unlabelled": 3000, "test_images": 500, "start_at_s": "1s", "timeout_s": "600s"}]
+    doc["measurements"]["settle_timeout_s"] = "600s"
     scen = tmp_path / "kind.yaml"
     scen.write_text(yaml.safe_dump(doc))
     r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(tmp_path / "out"), "--quiet"], 1800,
@@ -38,12 +64,45 @@ def test_smoke_scenario_on_a_kind_cluster_built_here(tmp_path: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     assert r.returncode == 0, (summary.get("incomplete_reason"), r.stdout[-2000:], r.stderr[-3000:])
     assert summary["complete"] is True
+    # the kind control plane's own metrics: the apiserver through its published port, the scheduler and the
+    # controller-manager at the control-plane container's address, and the scheduler's bindings counted
+    targets = summary["prometheus"]["targets"]
+    assert {job: targets.get(job) for job in ("apiserver", "scheduler", "controller-manager")} == dict.fromkeys(
+        ("apiserver", "scheduler", "controller-manager"), "up"), targets
+    assert summary["measurements"]["crosscheck"]["agree"] is True, summary["measurements"]["crosscheck"]
     config = yaml.safe_load((run_dir / "kind-config.yaml").read_text())
     assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
     assert all(n["image"].startswith("localhost/hollowscale/kind-node:") for n in config["nodes"])
-    # nothing left: no node container, no volume, no kind network, the firewall and /lib/modules as before
-    assert not podman.run(["ps", "--all", "--quiet"]).stdout.strip()
-    assert not podman.run(["volume", "ls", "--quiet"]).stdout.strip()
-    assert podman.run(["network", "exists", "kind"], check=False).returncode != 0
-    assert {t: r.chains for t, r in firewall.snapshot().items()} == {t: r.chains for t, r in fw_before.items()}
-    assert Path("/lib/modules").exists() == modules_before
+    assert all(n.get("extraMounts") for n in config["nodes"][1:])  # the teacher checkpoint, on the workers
+    # the distillation job ran on kind's workers, its student fed by the teacher without losing a sample
+    [job] = summary["distill_jobs"]
+    assert job["student_phase"] == "Succeeded" and job["lost_samples"] == 0 and job["test_accuracy"] > 0.3, job
+    assert job["student_node"] in WORKERS and {p["node"] for p in job["teacher_pods"]} <= set(WORKERS), job
+    _assert_nothing_left(podman, fw_before, modules_before)
+
+
+def test_ctrl_c_while_kind_creates_the_cluster_leaves_nothing(tmp_path: Path) -> None:
+    podman = _no_cluster_yet()
+    modules_before = Path("/lib/modules").exists()
+    fw_before = firewall.snapshot()
+    doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    doc["cluster"] = {"backend": "kind", "namespace": "kind-interrupt"}
+    scen = tmp_path / "kind.yaml"
+    scen.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 900  # the node image may be built first
+        while podman.run(["container", "exists", "hollowscale-control-plane"], check=False).returncode != 0:
+            assert proc.poll() is None and time.monotonic() < deadline, "kind never started creating the cluster"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)  # kind is creating the nodes now
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        interrupt(proc)
+    assert proc.returncode == 130, output[-3000:]
+    summary = json.loads((next(out.glob("*/summary.json"))).read_text())
+    assert summary["complete"] is False and "SIGINT" in summary["incomplete_reason"]
+    _assert_nothing_left(podman, fw_before, modules_before)

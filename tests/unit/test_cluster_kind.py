@@ -8,6 +8,7 @@ Kubernetes API is involved.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -136,3 +137,68 @@ def test_with_podman_kind_needs_podman_on_its_own_path_and_no_docker(tmp_path: P
     (engine / "podman").write_text("#!/bin/sh\n")
     (engine / "podman").chmod(0o755)
     assert check_tools(s) == str(bin_dir / "kind")
+
+
+class _Interrupt(Exception):
+    """What the run's SIGINT handler raises (``hollowscale.run.orchestrator.Interrupted``), stood in for."""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.integration  # starts processes and sends itself a signal
+def test_an_interrupted_create_stops_kinds_group_and_deletes_what_it_made(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import threading
+    import time
+
+    # a fake kind whose `create` starts an engine command (a sleep) and waits on it, as kind waits on podman
+    bin_dir = _path_with(tmp_path, monkeypatch, kind=(
+        f'case "$1" in create) /bin/sleep 300 & echo $! > "{tmp_path}/engine.pid"; wait;; esac; exit 0'))
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    (engine / "podman").write_text("#!/bin/sh\n")
+    (engine / "podman").chmod(0o755)
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise _Interrupt("SIGUSR1")
+
+    def send_when_the_engine_runs() -> None:
+        while not (tmp_path / "engine.pid").exists() or not (tmp_path / "engine.pid").read_text().strip():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    old = signal.signal(signal.SIGUSR1, interrupt)
+    sender = threading.Thread(target=send_when_the_engine_runs, daemon=True)
+    try:
+        sender.start()
+        with pytest.raises(_Interrupt):
+            ensure_kind_cluster(KindSettings(kubeconfig=tmp_path / "kubeconfig", engine="podman",
+                                             env={"PATH": f"{engine}:/bin:/usr/bin"}, images=()), build=_no_build)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+        sender.join(5)
+    calls = (bin_dir / "kind.calls").read_text().splitlines()
+    assert calls[0] == "get clusters" and calls[1].startswith("create cluster --name hollowscale")
+    assert calls[2] == f"delete cluster --name hollowscale --kubeconfig {tmp_path / 'kubeconfig'}"
+    assert _gone(int((tmp_path / "engine.pid").read_text()))  # kind's own child went with its group
+
+
+def test_kind_workers_see_only_the_folders_mounted_at_creation(tmp_path: Path) -> None:
+    from hollowscale.cluster.kind import KindRealNodes
+    from hollowscale.cluster.realnode.access import RealNodeError
+
+    models = tmp_path / "models"
+    models.mkdir()
+    nodes = KindRealNodes(KindCluster("hollowscale", tmp_path / "kubeconfig", created=True),
+                          ("hollowscale-worker", "hollowscale-worker2"),
+                          {str(models.resolve()): "/var/lib/hollowscale/models"})
+    assert nodes.count == 2 and nodes.pod_apiserver is None  # kind routes the kubernetes Service
+    assert nodes.host_dir(models) == "/var/lib/hollowscale/models"
+    with pytest.raises(RealNodeError, match=r"not mounted into the kind cluster hollowscale's nodes"):
+        nodes.host_dir(tmp_path)

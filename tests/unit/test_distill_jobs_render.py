@@ -63,6 +63,15 @@ def test_jobs_need_real_nodes() -> None:
                            + "distill_jobs: [{name: a}]\n", "t.yaml")
 
 
+def test_jobs_run_on_real_nodes_hollowscale_made_local_or_kind() -> None:
+    jobs = "distill_jobs: [{name: a}]\n"
+    kind = load_scenario_text(BASE.replace("cluster: {real_nodes: 1}", "cluster: {backend: kind}") + jobs, "t.yaml")
+    assert kind.cluster.backend == "kind"  # kind's workers are the real nodes: real_nodes is not read there
+    with pytest.raises(SpecError, match=r"distill_jobs.*not 'existing'"):
+        load_scenario_text(BASE.replace("cluster: {real_nodes: 1}", "cluster: {backend: existing, kubeconfig: /k}")
+                           + jobs, "t.yaml")
+
+
 def _settings(apiserver: tuple[str, int] | None = ("127.0.0.1", 6443)) -> RenderSettings:
     return RenderSettings(namespace="ns1", run_id="run-1", image="hollowscale.local/distill:abc",
                           model_dir="/cache/distill", apiserver=apiserver)

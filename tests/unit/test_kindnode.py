@@ -226,7 +226,7 @@ def test_the_firewall_cleanup_removes_only_the_backends_new_chains() -> None:
 
 
 def test_the_kind_config_keeps_the_users_shape_with_our_image_and_patches() -> None:
-    from hollowscale.kindnode.cluster import CGROUP_V1_PATCH, KindConfigError, render_kind_config
+    from hollowscale.kindnode.cluster import CGROUP_V1_PATCH, METRICS_PATCH, KindConfigError, render_kind_config
     users = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4",
              "kubeadmConfigPatches": ["kind: ClusterConfiguration\napiServer: {}\n"],
              "nodes": [{"role": "control-plane", "image": "kindest/node:v1.36.4@sha256:abc"},
@@ -234,8 +234,19 @@ def test_the_kind_config_keeps_the_users_shape_with_our_image_and_patches() -> N
     out = render_kind_config(users, "localhost/hollowscale/kind-node:x")
     assert [n["image"] for n in out["nodes"]] == ["localhost/hollowscale/kind-node:x"] * 2
     assert out["nodes"][1]["labels"] == {"hollowscale.io/node-kind": "real"}
-    assert out["kubeadmConfigPatches"] == [*users["kubeadmConfigPatches"], CGROUP_V1_PATCH, image.kubeadm_image_patch()]
+    assert out["kubeadmConfigPatches"] == [*users["kubeadmConfigPatches"], CGROUP_V1_PATCH, image.kubeadm_image_patch(),
+                                           METRICS_PATCH]
+    assert yaml.safe_load(METRICS_PATCH) == {"kind": "ClusterConfiguration",
+                                             "controllerManager": {"extraArgs": {"bind-address": "0.0.0.0"}},
+                                             "scheduler": {"extraArgs": {"bind-address": "0.0.0.0"}}}
     assert users["nodes"][0]["image"].startswith("kindest/")  # the user's document is not changed
+    mounted = render_kind_config({**users, "nodes": [*users["nodes"], {"role": "worker", "extraMounts": [
+        {"hostPath": "/dev/null", "containerPath": "/x"}]}]}, "i",
+        worker_mounts=lambda i: [{"hostPath": f"/cache/w{i}", "containerPath": "/var/lib/m", "readOnly": True}])
+    assert [n.get("extraMounts") for n in mounted["nodes"]] == [
+        None, [{"hostPath": "/cache/w1", "containerPath": "/var/lib/m", "readOnly": True}],
+        [{"hostPath": "/dev/null", "containerPath": "/x"},
+         {"hostPath": "/cache/w2", "containerPath": "/var/lib/m", "readOnly": True}]]
     assert [n["role"] for n in render_kind_config({"kind": "Cluster"}, "i")["nodes"]] == ["control-plane"]
     with pytest.raises(KindConfigError, match="exactly one control-plane"):
         render_kind_config({"kind": "Cluster", "nodes": [{"role": "control-plane"}] * 2}, "i")
