@@ -40,15 +40,17 @@ from hollowscale.cluster.kind import (
     delete_kind_cluster,
     ensure_kind_cluster,
 )
-from hollowscale.kindnode.cluster import METRICS_PORTS, HostChanges, render_kind_config
+from hollowscale.kindnode.cluster import METRICS_PORTS, HostChanges, node_names, render_kind_config
 from hollowscale.kindnode.engine import Podman, ensure_podman, load_image
-from hollowscale.kindnode.gpus import FakeGpuPlugins, kind_worker_name
+from hollowscale.kindnode.gpus import FakeGpuPlugins
 from hollowscale.kindnode.image import build_node_image
 from hollowscale.measure.prom import Target
 from hollowscale.versions import KIND_VERSION
 from kubecore.config import KubeEndpoint, load_endpoint
 from kubecore.watch import session_for
 
+#: the cluster's name (kind's ``--name``): one kind cluster of hollowscale's at a time
+CLUSTER_NAME = "hollowscale"
 #: how long the workers may take to be Ready after kind's own wait for the control plane
 NODES_READY_S = 300.0
 #: how long the workers may take to advertise their fake GPUs once the plugins run
@@ -113,24 +115,28 @@ class KindBackend:
             return [*({"hostPath": host, "containerPath": inside, "readOnly": True} for host, inside in shared.items()),
                     *(gpus.worker_mounts(index) if gpus is not None else ())]
 
+        names: list[str] = []
         try:
             doc = render_kind_config(yaml.safe_load(source.read_text()), node.image.name, str(source), worker_mounts)
+            names = node_names(CLUSTER_NAME, doc)
             config.write_text(f"# {source} with the node image built here (hollowscale.kindnode)\n"
                               + yaml.safe_dump(doc, sort_keys=False))
             self.host = HostChanges.record()
             self.cluster = ensure_kind_cluster(KindSettings(
-                kubeconfig=self.settings.run_dir / "kubeconfig", config=config, images=(), kind=str(kind),
+                kubeconfig=self.settings.run_dir / "kubeconfig", config=config, name=CLUSTER_NAME, images=(),
+                kind=str(kind),
                 engine="podman", env=self.podman.kind_env()))
             endpoint = load_endpoint(self.cluster.kubeconfig)
             session = session_for(endpoint)
             self._wait_ready(endpoint.server, session)
             nodes = session.get(f"{endpoint.server}/api/v1/nodes", timeout=30).json().get("items") or []
             targets = apiserver_target(endpoint) + control_plane_targets(nodes, endpoint)
-            workers = tuple(kind_worker_name(self.cluster.name, i)
-                            for i in range(1, 1 + sum(1 for n in doc["nodes"] if n.get("role") == "worker")))
+            workers = tuple(n for n, spec in zip(names, doc["nodes"], strict=True) if spec.get("role") == "worker")
             started = self._start_gpus(endpoint.server, session, workers) if gpus is not None else {}
         except BaseException:
             self.down()
+            if self.cluster is None:
+                self._remove_orphan_volumes(names)
             raise
         labels = dict(node.image.labels)
         facts = ClusterFacts(profile=c.profile,
@@ -142,6 +148,22 @@ class KindBackend:
                                                 "fake_gpus_per_worker": gpus.count if gpus else 0}})
         return ClusterAccess(endpoint=endpoint, kubeconfig=self.cluster.kubeconfig, metrics=targets, facts=facts,
                              started_pids=started, real_nodes=KindRealNodes(self.cluster, workers, shared))
+
+    def _remove_orphan_volumes(self, nodes: list[str]) -> None:
+        """After a creation that did not finish: the ``/var`` volumes kind made for nodes whose containers it
+        never started (kind labels each with its node's name; ``kind delete`` only removes those of nodes that
+        exist).  Only when no container of the cluster is left, so a cluster found running keeps its own."""
+        if self.podman is None:
+            return
+        left = self.podman.run(["ps", "--all", "--quiet", "--filter", f"label=io.x-k8s.kind.cluster={CLUSTER_NAME}"],
+                               check=False).stdout.strip()
+        if left:
+            return
+        for name in nodes:
+            for volume in self.podman.run(["volume", "ls", "--quiet", "--filter", f"label={name}"],
+                                          check=False).stdout.split():
+                self.podman.run(["volume", "rm", "--force", volume], check=False)
+                self.settings.log(f"removed volume {volume} kind made for {name} before it was interrupted")
 
     def _shared_folders(self) -> dict[str, str]:
         """This machine's folders the run's real pods read, mounted read-only into every worker (a kind node

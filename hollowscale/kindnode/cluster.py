@@ -80,6 +80,19 @@ def render_kind_config(doc: dict[str, Any], image: str, source: str = "kind-conf
     return out
 
 
+def node_names(cluster: str, doc: dict[str, Any]) -> list[str]:
+    """kind's names for the nodes of config ``doc`` (a rendered one: exactly one control plane), in config order:
+    ``<cluster>-control-plane``, ``<cluster>-worker``, ``<cluster>-worker2``, ... (kind v0.33.0's
+    ``pkg/cluster/internal/providers/common/namer.go``)."""
+    seen: dict[str, int] = {}
+    names = []
+    for node in doc.get("nodes") or ():
+        role = node.get("role", "control-plane")
+        seen[role] = seen.get(role, 0) + 1
+        names.append(f"{cluster}-{role}{seen[role] if seen[role] > 1 else ''}")
+    return names
+
+
 @dataclass
 class HostChanges:
     """What a kind cluster changes on the machine, recorded before it is created (:meth:`record`) and put
@@ -111,4 +124,5 @@ class HostChanges:
         return done
 
 
-__all__ = ["CGROUP_V1_PATCH", "METRICS_PATCH", "METRICS_PORTS", "HostChanges", "KindConfigError", "render_kind_config"]
+__all__ = ["CGROUP_V1_PATCH", "METRICS_PATCH", "METRICS_PORTS", "HostChanges", "KindConfigError", "node_names",
+           "render_kind_config"]

@@ -27,13 +27,6 @@ KUBELET_ROOT_IN_NODE = "/var/lib/kubelet"
 REGISTRY = "plugins_registry"
 
 
-def kind_worker_name(cluster: str, index: int) -> str:
-    """kind's name for the ``index``-th worker of a cluster (1-based, in config order): ``<cluster>-worker``,
-    then ``<cluster>-worker2``, ... (kind v0.33.0, ``pkg/cluster/internal/providers/common/namer.go``'s node
-    naming)."""
-    return f"{cluster}-worker" if index == 1 else f"{cluster}-worker{index}"
-
-
 class FakeGpuPlugins:
     """The device plugins of one kind cluster's workers: their folders, their processes.
 
@@ -92,4 +85,4 @@ class FakeGpuPlugins:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-__all__ = ["KUBELET_ROOT_IN_NODE", "FakeGpuPlugins", "kind_worker_name"]
+__all__ = ["KUBELET_ROOT_IN_NODE", "FakeGpuPlugins"]

@@ -382,6 +382,8 @@ def registration_variant(name: str, args: argparse.Namespace, work: Path) -> dic
         s = session_for(endpoint, 2)
         for r in range(1, args.repeats + 1):
             load = os.getloadavg()
+            components = component_cpu(info)
+            machine0 = psutil.cpu_times()
             t0 = time.monotonic()
             agent = agent_for(info, work, f"reg-{name}-{r}", pools_doc(n, 8, variant, idle=False))
             proc = psutil.Process(agent.pid)
@@ -391,6 +393,9 @@ def registration_variant(name: str, args: argparse.Namespace, work: Path) -> dic
                 wait_for("published", lambda a=agent: _published(a, n, slices), args.phase_timeout_s, 0.25)
                 done = time.monotonic() - t0
                 cpu_reg = sum(proc.cpu_times()[:2])
+                after = component_cpu(info)
+                cp_cpu = {k: round(after[k] - components[k], 2) for k in components if k in after}
+                busy = busy_cores(machine0, psutil.cpu_times(), done)
                 found = count(s, endpoint.server, "/apis/resource.k8s.io/v1/resourceslices") if slices else 0
                 time.sleep(10)  # let the registration's tail settle before the steady window
                 c0, w0 = sum(proc.cpu_times()[:2]), time.monotonic()
@@ -407,6 +412,7 @@ def registration_variant(name: str, args: argparse.Namespace, work: Path) -> dic
             gone = round(time.monotonic() - t_stop, 1)
             rec = {"repeat": r, "nodes_registered_s": round(registered, 2), "registration_s": round(done, 2),
                    "slices_found": found, "agent_cpu_s_registration": round(cpu_reg, 2),
+                   "control_plane_cpu_s_registration": cp_cpu, "machine_busy_cores_registration": busy,
                    "agent_steady_cores": round(steady, 4), "agent_rss_mib": round(rss, 1),
                    "teardown_s": gone, "load_average_1_5_15": [round(x, 2) for x in load]}
             out["repeats"].append(rec)
@@ -417,9 +423,35 @@ def registration_variant(name: str, args: argparse.Namespace, work: Path) -> dic
         out["error"] = repr(exc)
     finally:
         cluster.down()
-    for key in ("registration_s", "nodes_registered_s", "agent_steady_cores", "agent_cpu_s_registration"):
-        out[f"median_{key}"] = median([r[key] for r in out["repeats"]])
+    for key in ("registration_s", "nodes_registered_s", "agent_steady_cores", "agent_cpu_s_registration",
+                "machine_busy_cores_registration"):
+        out[f"median_{key}"] = median([r[key] for r in out["repeats"] if key in r])
+    comps = sorted({c for r in out["repeats"] for c in r.get("control_plane_cpu_s_registration") or {}})
+    out["median_control_plane_cpu_s_registration"] = {
+        c: median([r["control_plane_cpu_s_registration"][c] for r in out["repeats"]
+                   if c in (r.get("control_plane_cpu_s_registration") or {})]) for c in comps}
     return out
+
+
+def component_cpu(info: ClusterInfo) -> dict[str, float]:
+    """CPU seconds (user + system) each control-plane process has used so far."""
+    out = {}
+    for name, pid in info.pids.items():
+        try:
+            out[name] = sum(psutil.Process(pid).cpu_times()[:2])
+        except psutil.Error:
+            continue
+    return out
+
+
+def busy_cores(before: Any, after: Any, wall_s: float) -> float | None:
+    """The machine's average busy cores over ``wall_s`` between two ``psutil.cpu_times()`` (all but idle and
+    iowait): near the core count, the machine was the limit."""
+    if wall_s <= 0:
+        return None
+    idle = (after.idle - before.idle) + (getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0))
+    total = sum(after) - sum(before)
+    return round((total - idle) / wall_s, 2)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -488,11 +520,15 @@ def markdown(doc: dict[str, Any]) -> str:
         t = (doc.get("summary") or {}).get("registration") or {}
         lines += ["## Registration of 10,000 nodes x 8 GPUs, with and without slices", "",
                   "| variant | registration s (median, all) | nodes registered s | agent CPU s during it | "
-                  "steady agent cores | measured | error |", "|---|---|---|---|---|---|---|"]
+                  "control plane CPU s during it | machine busy cores during it | steady agent cores | measured "
+                  "| error |", "|---|---|---|---|---|---|---|---|---|"]
         for r in reg:
+            cp = r.get("median_control_plane_cpu_s_registration") or {}
             lines.append(f"| {r['variant']} | {r.get('median_registration_s')} "
                          f"({', '.join(str(x['registration_s']) for x in r['repeats'])}) | "
                          f"{r.get('median_nodes_registered_s')} | {r.get('median_agent_cpu_s_registration')} | "
+                         f"{', '.join(f'{k} {v}' for k, v in cp.items()) or '-'} | "
+                         f"{r.get('median_machine_busy_cores_registration', '-')} | "
                          f"{r.get('median_agent_steady_cores')} | {r.get('measured', f['date'])[:16]} | {r.get('error', '')} |")
         if t:
             lines += ["", f"Slices' cost: {t.get('registration_ratio')}x the counted registration (limit "

@@ -106,3 +106,57 @@ def test_ctrl_c_while_kind_creates_the_cluster_leaves_nothing(tmp_path: Path) ->
     summary = json.loads((next(out.glob("*/summary.json"))).read_text())
     assert summary["complete"] is False and "SIGINT" in summary["incomplete_reason"]
     _assert_nothing_left(podman, fw_before, modules_before)
+
+
+def test_the_gpu_config_gives_its_worker_the_passthrough_mount_and_fake_gpus_a_pod_gets(tmp_path: Path) -> None:
+    """``kind-config-gpu.yaml`` as far as this machine goes: the worker is created with the NVIDIA
+    toolkit's device-list mount, the fake device plugin beside it makes it advertise GPUs, and a pod asking
+    for one is given its ID by the plugin's Allocate; what needs a real GPU is not run."""
+    from hollowscale.backends.base import BackendSettings
+    from hollowscale.backends.kind import KindBackend
+    from hollowscale.images import BUSYBOX_IMAGE, build_images
+    from hollowscale.scenario.validate import parse_scenario
+    from kubecore.watch import session_for
+
+    podman = _no_cluster_yet()
+    modules_before = Path("/lib/modules").exists()
+    fw_before = firewall.snapshot()
+    doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    doc["cluster"] = {"backend": "kind", "namespace": "kind-gpu", "kind_config": "kind-config-gpu.yaml",
+                      "real_node_gpus": {"count": 2}}
+    backend = KindBackend(BackendSettings(parse_scenario(doc, "kind-gpu.yaml"), tmp_path / "run", keep_cluster=False,
+                                          log=print))
+    plugins_dir = None
+    try:
+        access = backend.up()
+        assert backend.gpus is not None
+        plugins_dir = backend.gpus.base
+        s, server = session_for(access.endpoint), access.endpoint.server
+        nodes = {n["metadata"]["name"]: n for n in s.get(f"{server}/api/v1/nodes", timeout=30).json()["items"]}
+        assert set(nodes) == {"hollowscale-control-plane", "hollowscale-worker"}
+        assert nodes["hollowscale-worker"]["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+        assert "nvidia.com/gpu" not in nodes["hollowscale-control-plane"]["status"]["allocatable"]
+        mounts = json.loads(podman.run(["inspect", "hollowscale-worker", "--format", "{{json .Mounts}}"]).stdout)
+        assert {"/dev/null": "/var/run/nvidia-container-devices/all"}.items() <= {
+            m["Source"]: m["Destination"] for m in mounts}.items(), mounts
+        access.real_nodes.load_images(build_images(["busybox"]), print)
+        ns = "kind-gpu-pod"
+        s.post(f"{server}/api/v1/namespaces", json={"metadata": {"name": ns}}, timeout=30).raise_for_status()
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "asks-a-gpu"}, "spec": {
+            "restartPolicy": "Never", "nodeSelector": {"hollowscale.io/node-kind": "real"},
+            "tolerations": [{"key": "hollowscale.io/real-node", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES"],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        s.post(f"{server}/api/v1/namespaces/{ns}/pods", json=pod, timeout=30).raise_for_status()
+        deadline = time.monotonic() + 180
+        while (phase := s.get(f"{server}/api/v1/namespaces/{ns}/pods/asks-a-gpu", timeout=30).json()
+               .get("status", {}).get("phase")) not in ("Succeeded", "Failed"):
+            assert time.monotonic() < deadline, f"the pod is still {phase}"
+            time.sleep(0.5)
+        logs = s.get(f"{server}/api/v1/namespaces/{ns}/pods/asks-a-gpu/log", timeout=30).text
+        assert phase == "Succeeded" and logs.strip().startswith("hollowscale-worker-gpu-"), (phase, logs)
+    finally:
+        backend.down()
+    _assert_nothing_left(podman, fw_before, modules_before)
+    assert plugins_dir is not None and not plugins_dir.exists()

@@ -270,3 +270,10 @@ def test_host_changes_remove_only_the_modules_folder_they_made(tmp_path: Path,
     made = HostChanges.record(modules)
     (modules / "someone-elses").write_text("")
     assert made.restore(modules)[0].startswith(f"left {modules}") and (modules / "someone-elses").exists()
+
+
+def test_kinds_node_names_in_config_order() -> None:
+    from hollowscale.kindnode.cluster import node_names
+    doc = {"nodes": [{"role": "control-plane"}, {"role": "worker"}, {"role": "worker"}, {"role": "worker"}]}
+    assert node_names("hollowscale", doc) == ["hollowscale-control-plane", "hollowscale-worker", "hollowscale-worker2",
+                                              "hollowscale-worker3"]
