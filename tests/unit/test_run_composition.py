@@ -124,3 +124,12 @@ def test_the_orchestrator_reads_as_phases_with_no_backend_or_placement_branch() 
     runner = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Runner")
     typed = [n for n in ast.walk(runner) if isinstance(n, ast.AnnAssign)]
     assert not [ast.unparse(n) for n in typed if ast.unparse(n.annotation) == "Any"], "an attribute typed Any"
+
+
+def test_the_local_clusters_real_nodes_share_this_machine(tmp_path: Path) -> None:
+    from hollowscale.cluster.realnode.access import LocalRealNodes
+
+    nodes = LocalRealNodes(("/run/a.sock", "/run/b.sock"), ("127.0.0.1", 6443))
+    assert nodes.count == 2
+    assert nodes.pod_apiserver == ("127.0.0.1", 6443)  # no kube-proxy: pods reach the apiserver on loopback
+    assert nodes.host_dir(tmp_path) == str(tmp_path)  # the nodes are this machine
