@@ -244,7 +244,11 @@ def fresh_cluster(work: Path, tag: str) -> tuple[LocalCluster, ClusterInfo]:
     cluster = LocalCluster(work / f"cp-{tag}", profile="scale")
     cluster.down()
     log(f"control plane {tag}: starting (scale profile) in {cluster.dir}")
-    return cluster, cluster.up(None, 300.0)
+    try:
+        return cluster, cluster.up(None, 300.0)
+    except BaseException:  # a Ctrl-C while it starts must not leave etcd and the apiserver running
+        cluster.down()
+        raise
 
 
 def agent_for(info: ClusterInfo, work: Path, tag: str, pools: dict[str, Any]) -> AgentProcess:
