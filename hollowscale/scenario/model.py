@@ -478,16 +478,16 @@ class ScenarioFile(Spec):
             if self.distill_jobs[i].start_at_s >= self.arrival.duration_s:
                 problems.append((("distill_jobs", i, "start_at_s"), "expected a time within the load "
                                  f"(< {self.arrival.duration_s:g}s), got {self.distill_jobs[i].start_at_s:g}s"))
+        real_nodes = self.cluster.real_node_count()  # on kind: read from the kind config, once
         if self.distill_jobs and self.cluster.backend not in ("local", "kind"):
             problems.append((("distill_jobs",), "real distillation jobs run on real nodes hollowscale made: the local "
                              "cluster's (cluster.backend: local) or kind's workers (cluster.backend: kind), not "
                              f"{self.cluster.backend!r}'s; on another cluster apply deploy/distill yourself"))
-        elif self.distill_jobs and self.cluster.real_node_count() < 1:
+        elif self.distill_jobs and real_nodes < 1:
             problems.append((("cluster", "real_nodes"), "distill_jobs need at least one real node (cluster.real_nodes: 1)")
                             if self.cluster.backend == "local" else
                             (("cluster", "kind_config"), f"distill_jobs need a worker node, and "
                              f"{self.cluster.kind_config_path()} has none"))
-        real_nodes = self.cluster.real_node_count()
         problems += real_node_gpu_problems(self.cluster.real_node_gpus, real_nodes, self.cluster.backend)
         problems += distill_gpu_problems(self.distill_jobs, self.cluster.real_node_gpus, real_nodes)
         if self.distill_jobs and self.variants:
