@@ -48,8 +48,8 @@ from hollowscale.scenario import parse_scenario  # noqa: E402
 
 #: seconds after the load starts before the measured window (the first admissions, queues filling)
 WARMUP_S = 10.0
-#: Kueue's own scheduler performance test (kueue v0.17.0 test/performance/scheduler, configs/baseline;
-#: research notes /work/logs/research-kueue-perf.md section 1): what it runs and what it measured
+#: Kueue's own scheduler performance test (kueue v0.17.0 test/performance/scheduler, configs/baseline,
+#: read from the source named in ``source``): what it runs and what it measured
 KUEUE_ANCHOR = {
     "source": "sigs.k8s.io/kueue v0.17.0 test/performance/scheduler/configs/baseline/{generator,rangespec}.yaml; "
               "runner/generator/generator.go; minimalkueue/main.go",

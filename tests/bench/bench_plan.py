@@ -4,8 +4,8 @@ and a plan that tests that explanation by moving the client limit it names.
 Two plans of ``scenarios/plan-small.yaml`` (same pools, workload, SLOs, points), each under the shared
 lock, then one file from both::
 
-    flock /work/logs/heavy.lock .venv/bin/python tests/bench/bench_plan.py run profiles /tmp/hs-plan-bench/profiles
-    flock /work/logs/heavy.lock .venv/bin/python tests/bench/bench_plan.py run limits /tmp/hs-plan-bench/limits
+    .venv/bin/python tests/bench/bench_plan.py run profiles /tmp/hs-plan-bench/profiles
+    .venv/bin/python tests/bench/bench_plan.py run limits /tmp/hs-plan-bench/limits
     .venv/bin/python tests/bench/bench_plan.py write /tmp/hs-plan-bench/profiles /tmp/hs-plan-bench/limits
 
 ``profiles``: both sizes (100 and 300 GPU nodes) on the ``default`` and the ``scale`` profile, the rate
@@ -192,7 +192,7 @@ def write(dirs: list[Path]) -> None:
                                             "label": p.get("projection"), "fit_note": v["fit"]["note"]})
     doc = {
         "benchmark": "plan-small", **machine_facts(),
-        "commands": [f"flock /work/logs/heavy.lock .venv/bin/python tests/bench/bench_plan.py run {r['plan']} {r['dir']}"
+        "commands": [f".venv/bin/python tests/bench/bench_plan.py run {r['plan']} {r['dir']}"
                      for r in runs] + [f".venv/bin/python tests/bench/bench_plan.py write {' '.join(map(str, dirs))}"],
         "target_wall_s": TARGET_S,
         "runs": [{"dir": r["dir"], "plan": r["plan"], "command": r["command"], "started": r["started"],

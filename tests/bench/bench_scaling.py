@@ -27,8 +27,8 @@ target needs (projections, marked as such).
 
 CPU is read per process with psutil (user+system seconds from /proc: what each process's own
 ``process_cpu_seconds_total`` reports); RSS likewise (``process_resident_memory_bytes``).  Lease ages
-come from LISTs of the Lease objects; pod transitions from a watch.  Hold the shared lock for a
-measured run: ``flock /work/shared/notes/i11/heavy.lock python tests/bench/bench_scaling.py``.
+come from LISTs of the Lease objects; pod transitions from a watch.  Run it alone on the machine:
+another heavy job beside it moves every figure.
 
 Usage:  python tests/bench/bench_scaling.py [--dir /tmp/hs-scaling] [--steady-s 45] ...
         python tests/bench/bench_scaling.py --render reports/bench/scaling.json   (re-derive and re-render)

@@ -7,7 +7,7 @@ DRA devices with shares (``claims``, ``gpu_sharing: true``) and as counted ``nvi
 rounded up to a whole GPU), once per seed, each replay on a fresh local cluster
 (:func:`hollowscale.replay.run.run_scenario`)::
 
-    flock /work/logs/heavy.lock .venv/bin/python tests/bench/bench_trace.py            # 3 seeds x 4 (hours)
+    .venv/bin/python tests/bench/bench_trace.py            # 3 seeds x 4 (hours)
     .venv/bin/python tests/bench/bench_trace.py --seeds 42 --gpus claims --profiles default   # one replay
     .venv/bin/python tests/bench/bench_trace.py --excerpt 50,300 --seeds 1 --out /tmp/bt      # a quick check
 
@@ -43,6 +43,12 @@ from machine import machine_facts  # noqa: E402
 SCENARIO = ROOT / "scenarios" / "trace-alibaba-2023.yaml"
 #: arrived-demand points (percent of the GPU capacity) the curves are reported at
 CURVE_AT = tuple(range(5, 131, 5))
+
+
+def _in_repo(path: str | Path) -> str:
+    """``path`` relative to the repository when it is inside it (a committed report names no machine's paths)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
 
 
 def variant_doc(profile: str, gpus: str) -> dict[str, Any]:
@@ -263,7 +269,7 @@ def main() -> int:
     spec = ts.spec
     doc: dict[str, Any] = {
         "facts": facts, "command": "python " + " ".join(sys.argv),
-        "trace": f"{spec.pods} on {spec.nodes} ({len(ts.trace.nodes):,} nodes, {ts.trace.gpus:,} GPUs, "
+        "trace": f"{_in_repo(spec.pods)} on {_in_repo(spec.nodes)} ({len(ts.trace.nodes):,} nodes, {ts.trace.gpus:,} GPUs, "
                  f"{len(ts.trace.pods):,} pods)",
         "protocol": f"the paper's protocol (seeded shuffle, tuned to {spec.demand:g}x the GPU capacity, one pod at a "
                     "time, each waiting for its verdict; an unschedulable pod recorded and deleted, never retried)",

@@ -6,7 +6,7 @@ read ``--warmup-s`` after the load starts and when it ends (:class:`hollowscale.
 The two reads, filtered to what attribution reads, and ``window.json`` are copied into the case's folder
 with ``source.json`` (the scenario, the command, the machine and the ranked limits it gave)::
 
-    flock /work/logs/heavy.lock .venv/bin/python tests/bench/record_attribution.py SCENARIO CASE [--warmup-s 60]
+    .venv/bin/python tests/bench/record_attribution.py SCENARIO CASE [--warmup-s 60]
         [--cpu-quota scheduler=0.3]
 
 ``--cpu-quota COMPONENT=CORES`` puts that component of the local cluster, once the load starts, into a
