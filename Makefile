@@ -87,7 +87,7 @@ bench-plan: setup ## the small plan over both profiles and with the controller-m
 	$(PY) tests/bench/bench_plan.py run limits reports/plan/bench-limits
 	$(PY) tests/bench/bench_plan.py write reports/plan/bench-profiles reports/plan/bench-limits
 
-bench-dra: setup ## scheduler pods/s for counted GPUs vs DRA claims vs a CEL selector vs memory shares at 500 and 5,000 nodes (scheduler_perf's 5000pods shape, upstream beside it), registration of 10,000 nodes with and without slices; 3 repeats per control plane (hours) -> reports/bench/dra.json
+bench-dra: setup ## scheduler pods/s for counted GPUs vs DRA claims vs a CEL selector vs memory shares at 500 and 5,000 nodes (scheduler_perf's 5000pods shape, upstream beside it), registration of 10,000 nodes with and without slices and kube-apiserver's profile of it; 3 repeats per control plane (hours) -> reports/bench/dra.json
 	$(PY) tests/bench/bench_dra.py
 
 bench-trace: setup ## Alibaba's GPU trace through the real scheduler: default and packing profiles x DRA shares and counted GPUs, 3 seeds each, on the 1,213 GPU nodes (hours) -> reports/bench/trace.json

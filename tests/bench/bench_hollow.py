@@ -68,13 +68,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from apiserver_profile import UPDATE_ROWS, summarise  # noqa: E402
+from apiserver_profile import cum_shares as pprof_cum_shares  # noqa: E402, F401  (the unit tests read it here)
 
 from hollow.api import ApiClient, ApiSettings  # noqa: E402
 from hollow.clock import parse_rfc3339  # noqa: E402
 from hollow.metrics import Metrics  # noqa: E402
 from hollow.process import AgentProcess, start_agent  # noqa: E402
 from hollow.watching import Watcher, WatchSettings  # noqa: E402
-from hollowscale.cluster.binaries import BuildError, go_binary  # noqa: E402
 from hollowscale.cluster.local import ClusterInfo, LocalCluster  # noqa: E402
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION  # noqa: E402
 from kubecore.config import load_endpoint  # noqa: E402
@@ -88,23 +91,8 @@ MODES = ("bare", "scheduler")
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
 UPDATES = frozenset({"PUT", "PATCH", "APPLY"})
-#: where kube-apiserver's CPU goes, as shares of its CPU samples passing through a function (inclusive;
-#: the rows overlap where one calls another, e.g. etcd calls are made inside the update path)
-APISERVER_PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("update_path", "update path (registry Store.Update, etcd included)", r"registry\.\(\*Store\)\.Update$"),
-    ("x509_auth", "client certificate check per request (x509 chain verify)",
-     r"x509\.\(\*Authenticator\)\.AuthenticateRequest$"),
-    ("managed_fields", "managed fields tracking (FieldManager.Update)",
-     r"managedfields/internal\.\(\*FieldManager\)\.Update$"),
-    ("managed_fields_admit", "managed fields admission (Admit)", r"managedFieldsValidatingAdmissionController\)\.Admit$"),
-    ("managed_fields_validate", "managed fields admission (Validate)",
-     r"managedFieldsValidatingAdmissionController\)\.Validate$"),
-    ("etcd_client", "etcd client (gRPC Invoke)", r"grpc\.\(\*ClientConn\)\.Invoke$"),
-    ("decode", "request body decode (codec Decode)", r"versioning\.\(\*codec\)\.Decode$"),
-    ("encode", "object encode (codec Encode)", r"versioning\.\(\*codec\)\.Encode$"),
-    ("watch", "watch serving (WatchServer)", r"\(\*WatchServer\)\.HandleHTTP$"),
-    ("gc", "garbage collection (background mark)", r"runtime\.gcBgMarkWorker$"),
-)
+#: where kube-apiserver's CPU goes (shares of its CPU samples; :mod:`apiserver_profile`)
+APISERVER_PROFILE_ROWS = UPDATE_ROWS
 ENGINE_LABEL = {"hollow": "hollow", "kwok": "KWOK tuned"}
 
 # --- KWOK tuned ---------------------------------------------------------------------------------
@@ -835,39 +823,9 @@ async def capture_apiserver_profile(api: ApiClient, seconds: int, out: Path) -> 
     return str(out)
 
 
-def pprof_cum_shares(top_cum: str, rows: Iterable[tuple[str, str, str]] = APISERVER_PROFILE_ROWS
-                     ) -> dict[str, float]:
-    """Per row key, the largest inclusive % (``cum%``) of a function matching the row's pattern in
-    ``go tool pprof -top -cum`` text (0.0 when none matches)."""
-    out: dict[str, float] = {key: 0.0 for key, _, _ in rows}
-    compiled = [(key, re.compile(rx)) for key, _, rx in rows]
-    for line in top_cum.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6 or not parts[4].endswith("%"):
-            continue
-        try:
-            cum = float(parts[4].rstrip("%"))
-        except ValueError:
-            continue
-        for label, rx in compiled:
-            if rx.search(parts[5].strip()):
-                out[label] = max(out[label], round(cum, 1))
-    return out
-
-
 def summarise_apiserver_profile(path: str | None) -> dict[str, Any]:
     """The shares of :data:`APISERVER_PROFILE_ROWS` in a saved profile (``go tool pprof``), or why none."""
-    if not path:
-        return {"note": "no apiserver profile"}
-    try:
-        go = go_binary()
-    except BuildError:
-        return {"file": path, "note": "go not found: profile kept, not summarised"}
-    proc = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=100000", path],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        return {"file": path, "note": f"go tool pprof failed: {proc.stderr.strip()[-300:]}"}
-    return {"file": path, "shares": pprof_cum_shares(proc.stdout)}
+    return summarise(path, APISERVER_PROFILE_ROWS)
 
 
 class Run:
