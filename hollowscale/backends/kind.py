@@ -40,6 +40,7 @@ from hollowscale.cluster.kind import (
     delete_kind_cluster,
     ensure_kind_cluster,
 )
+from hollowscale.kindnode import netavark
 from hollowscale.kindnode.cluster import METRICS_PORTS, HostChanges, node_names, render_kind_config
 from hollowscale.kindnode.engine import Podman, ensure_podman, load_image
 from hollowscale.kindnode.gpus import FakeGpuPlugins
@@ -121,7 +122,9 @@ class KindBackend:
             names = node_names(CLUSTER_NAME, doc)
             config.write_text(f"# {source} with the node image built here (hollowscale.kindnode)\n"
                               + yaml.safe_dump(doc, sort_keys=False))
-            self.host = HostChanges.record()
+            self.host = HostChanges.record(self.podman.networks_dir)
+            for line in self.host.cleared:
+                log(f"before the cluster: {line}")
             self.cluster = ensure_kind_cluster(KindSettings(
                 kubeconfig=self.settings.run_dir / "kubeconfig", config=config, name=CLUSTER_NAME, images=(),
                 kind=str(kind),
@@ -219,7 +222,11 @@ class KindBackend:
             # kind leaves its network; in our own podman it is ours, and goes once no container uses it
             used = self.podman.run(["ps", "--all", "--quiet", "--filter", "network=kind"], check=False).stdout.strip()
             if not used:
+                bridge = self.podman.run(["network", "inspect", "kind", "--format", "{{.NetworkInterface}}"],
+                                         check=False).stdout.strip()
                 self.podman.run(["network", "rm", "kind"], check=False)
+                for line in netavark.remove_leaked_bridge(bridge):  # nodes killed before their teardown
+                    log(f"put back: {line}")
         if self.host is not None and (self.cluster is None):
             for line in self.host.restore():
                 log(f"put back: {line}")

@@ -203,9 +203,25 @@ def _kind(kind: str, args: list[str], timeout_s: float, what: str, env: Mapping[
         _kill_group(proc)
         raise
     if proc.returncode != 0:
-        tail = "\n".join((stderr or stdout).strip().splitlines()[-15:])
-        raise KindError(f"{what}: `{' '.join(cmd)}` exited {proc.returncode}:\n{tail}")
+        raise KindError(f"{what}: `{' '.join(cmd)}` exited {proc.returncode}:\n{kind_failure(stderr or stdout)}")
     return stdout
+
+
+#: lines of kind's and kubeadm's output that say what failed
+_FAILURE_LINE = re.compile(r"^ERROR:|\[ERROR|error execution phase|\berror:|timed out|[Ff]ailed to")
+
+
+def kind_failure(output: str, tail: int = 15) -> str:
+    """What a failed kind command said: its ``ERROR:`` line and kubeadm's error lines first, then its
+    last ``tail`` lines.
+
+    Why: when a node fails to join, kind prints kubeadm's whole output and ends with a Go stack trace,
+    so the last lines alone say where kubeadm stopped, never why.
+    """
+    lines = output.strip().splitlines()
+    said = list(dict.fromkeys(line.strip() for line in lines if _FAILURE_LINE.search(line)))[:10]
+    last = lines[-tail:]
+    return "\n".join([*said, "... its last lines:", *last] if said else last)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -17,7 +17,9 @@ of the user's:
 the iptables chains podman's network backend adds (:mod:`hollowscale.kindnode.firewall`), and
 ``/lib/modules``, which kind's podman provider mounts read-only into every node and which some machines
 (this project's among them) do not have: made empty for the cluster and removed after, only when it was
-made here.
+made here; and rootful podman's network run state (``/run/containers``, :mod:`hollowscale.kindnode.netavark`):
+DNS configs of networks that are gone are cleared before and after, and the folder is removed after when it
+was made during the run.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hollowscale.kindnode import firewall
+from hollowscale.kindnode import firewall, netavark
 from hollowscale.kindnode.image import kubeadm_image_patch
 
 CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
@@ -99,21 +101,33 @@ class HostChanges:
     back after it is deleted (:meth:`restore`)."""
 
     firewall_before: dict[str, firewall.Rules] = field(default_factory=dict)
+    #: our podman's network config folder: a DNS config for a network in none of it (nor the machine's) is stale
+    own_networks: Path = Path()
     made_modules: bool = False
+    made_run_dir: bool = False
+    #: what :meth:`record` cleared: stale network state an earlier cluster left (:mod:`.netavark`)
+    cleared: list[str] = field(default_factory=list)
 
     @classmethod
-    def record(cls, modules: Path = MODULES) -> HostChanges:
-        """Snapshot the firewall; make ``modules`` (empty) when it is missing."""
-        changes = cls(firewall.snapshot())
+    def record(cls, own_networks: Path, modules: Path = MODULES, run_dir: Path = netavark.RUN_DIR) -> HostChanges:
+        """Snapshot the firewall; make ``modules`` (empty) when it is missing; note whether podman's run
+        state (``run_dir``) is there yet, and clear the stale DNS configs an earlier cluster left in it."""
+        changes = cls(firewall.snapshot(), own_networks=own_networks, made_run_dir=not run_dir.exists())
+        changes.cleared = netavark.clear_stale_dns(own_networks, run_dir)
         if not modules.exists():
             modules.mkdir()
             changes.made_modules = True
         return changes
 
-    def restore(self, modules: Path = MODULES) -> list[str]:
-        """Take away the firewall chains added since :meth:`record` and the ``modules`` folder made by it
-        (only while still empty); what was done."""
+    def restore(self, modules: Path = MODULES, run_dir: Path = netavark.RUN_DIR) -> list[str]:
+        """Take away the firewall chains added since :meth:`record`, the cluster's DNS config if its
+        network went without netavark's teardown, podman's run state if made since :meth:`record`, and
+        the ``modules`` folder made by it (only while still empty); what was done."""
         done = firewall.restore(self.firewall_before)
+        done += netavark.clear_stale_dns(self.own_networks, run_dir)
+        if self.made_run_dir and run_dir.exists():
+            done.append(netavark.remove_run_dir(run_dir))
+            self.made_run_dir = False
         if self.made_modules:
             try:
                 modules.rmdir()

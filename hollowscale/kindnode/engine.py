@@ -127,6 +127,11 @@ class Podman:
         """Put first on ``PATH`` for kind: holds the ``podman`` wrapper."""
         return self.root / "bin"
 
+    @property
+    def networks_dir(self) -> Path:
+        """Where this podman keeps its networks (``network_config_dir`` of :func:`containers_conf`)."""
+        return self.root / "state" / "networks"
+
     def env(self) -> dict[str, str]:
         """What podman needs in its environment (added to the caller's)."""
         conf = self.root / "conf"

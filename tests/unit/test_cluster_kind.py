@@ -202,3 +202,22 @@ def test_kind_workers_see_only_the_folders_mounted_at_creation(tmp_path: Path) -
     assert nodes.host_dir(models) == "/var/lib/hollowscale/models"
     with pytest.raises(RealNodeError, match=r"not mounted into the kind cluster hollowscale's nodes"):
         nodes.host_dir(tmp_path)
+
+
+def test_a_failed_join_is_explained_by_kubeadms_error_lines_not_its_stack_trace() -> None:
+    from hollowscale.cluster.kind import kind_failure
+
+    stack = [f"\tk8s.io/kubernetes@v1.36.3/cmd/kubeadm/app/cmd/phases/join/kubelet.go:{n}" for n in range(20)]
+    output = "\n".join([
+        " ✓ Preparing nodes 📦 📦", " ✗ Joining worker nodes 🚜",
+        "ERROR: failed to create cluster: failed to join node with kubeadm: command \"podman exec --privileged "
+        "hollowscale-worker kubeadm join --config /kind/kubeadm.conf\" failed with error: exit status 1",
+        "Command Output: I1206 03:40:01 join.go:420] [preflight] found NodeName empty",
+        "[kubelet-check] The kubelet is not healthy after 4m0s",
+        "error execution phase kubelet-start: timed out waiting for the condition",
+        *stack])
+    got = kind_failure(output).splitlines()
+    assert got[0].startswith("ERROR: failed to create cluster: failed to join node with kubeadm")
+    assert "error execution phase kubelet-start: timed out waiting for the condition" in got
+    assert got[-1] == stack[-1] and len(got) == 2 + 1 + 15
+    assert kind_failure("a\nb") == "a\nb"  # nothing recognised: the last lines, as before
