@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,8 +274,11 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
                   settings.wait_s + 600, f"creating kind cluster {settings.name}", env)
         except KindError:
             raise  # kind deletes a cluster whose creation failed
-        except BaseException:  # interrupted half-way: what kind made so far is ours, and goes
-            delete_kind_cluster(KindCluster(settings.name, settings.kubeconfig, True, kind=kind, env=env))
+        except BaseException as interrupt:  # interrupted half-way: what kind made so far is ours, and goes
+            try:
+                delete_kind_cluster(KindCluster(settings.name, settings.kubeconfig, True, kind=kind, env=env))
+            except KindError as exc:  # the interrupt stays what the run ends with; what is left is said
+                interrupt.add_note(f"left behind: {exc}")
             raise
     else:
         _kind(
@@ -294,6 +298,11 @@ def ensure_kind_cluster(settings: KindSettings, build: BuildFn | None = None) ->
     return cluster
 
 
+#: tries of `kind delete cluster` while a node's mounts are still busy, DELETE_RETRY_S x try apart
+DELETE_ATTEMPTS = 4
+DELETE_RETRY_S = 2.0
+
+
 def delete_kind_cluster(cluster: KindCluster) -> bool:
     """Delete the cluster if :func:`ensure_kind_cluster` created it; True when it was deleted.
 
@@ -301,11 +310,20 @@ def delete_kind_cluster(cluster: KindCluster) -> bool:
     """
     if not cluster.created:
         return False
-    _kind(
-        cluster.kind,
-        ["delete", "cluster", "--name", cluster.name, "--kubeconfig", str(cluster.kubeconfig)],
-        300,
-        f"deleting kind cluster {cluster.name}",
-        cluster.env,
-    )
+    for attempt in range(1, DELETE_ATTEMPTS + 1):
+        try:
+            _kind(
+                cluster.kind,
+                ["delete", "cluster", "--name", cluster.name, "--kubeconfig", str(cluster.kubeconfig)],
+                300,
+                f"deleting kind cluster {cluster.name}",
+                cluster.env,
+            )
+            return True
+        except KindError as exc:
+            # a node whose engine command was killed mid-way (an interrupted create) holds its mounts a
+            # moment longer: `podman rm` fails with EBUSY, and succeeds once they are released
+            if "resource busy" not in str(exc) or attempt == DELETE_ATTEMPTS:
+                raise
+            time.sleep(DELETE_RETRY_S * attempt)
     return True

@@ -221,3 +221,24 @@ def test_a_failed_join_is_explained_by_kubeadms_error_lines_not_its_stack_trace(
     assert "error execution phase kubelet-start: timed out waiting for the condition" in got
     assert got[-1] == stack[-1] and len(got) == 2 + 1 + 15
     assert kind_failure("a\nb") == "a\nb"  # nothing recognised: the last lines, as before
+
+
+@pytest.mark.integration  # runs a fake kind
+def test_a_delete_that_finds_a_nodes_mounts_busy_is_tried_again(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import hollowscale.cluster.kind as kind_mod
+    from hollowscale.cluster.kind import delete_kind_cluster
+
+    # the first delete meets an interrupted node's busy shm mount, as podman reports it; the second works
+    bin_dir = _path_with(tmp_path, monkeypatch, kind=(
+        f'if [ ! -e "{tmp_path}/once" ]; then : > "{tmp_path}/once"; echo "ERROR: failed to delete nodes: '
+        'unlinkat .../userdata/shm: device or resource busy" >&2; exit 1; fi; exit 0'))
+    monkeypatch.setattr(kind_mod, "DELETE_RETRY_S", 0.0)
+    cluster = KindCluster("hollowscale", tmp_path / "kubeconfig", created=True, kind=str(bin_dir / "kind"))
+    assert delete_kind_cluster(cluster) is True
+    assert (bin_dir / "kind.calls").read_text().count("delete cluster") == 2
+    # any other failure is not retried
+    (bin_dir / "kind").write_text(f'#!/bin/sh\necho "$*" >> "{bin_dir}/kind.calls"\necho "ERROR: no" >&2\nexit 1\n')
+    with pytest.raises(KindError, match="ERROR: no"):
+        delete_kind_cluster(cluster)
+    assert (bin_dir / "kind.calls").read_text().count("delete cluster") == 3
