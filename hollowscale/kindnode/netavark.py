@@ -39,6 +39,13 @@ import psutil
 #: rootful podman's run state (made by it where missing)
 RUN_DIR = Path("/run/containers")
 PID_FILE = "aardvark.pid"
+#: where the machine's own rootful podman keeps its networks (each ``<name>.json``)
+SYSTEM_NETWORKS = Path("/etc/containers/networks")
+
+
+def dns_configs(folder: Path) -> list[Path]:
+    """The network configs aardvark-dns serves from ``folder`` (its pid file apart), [] without one."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name != PID_FILE) if folder.is_dir() else []
 
 
 def dns_dir(run_dir: Path = RUN_DIR) -> Path:
@@ -46,17 +53,10 @@ def dns_dir(run_dir: Path = RUN_DIR) -> Path:
     return run_dir / "networks" / "aardvark-dns"
 
 
-#: where the machine's own rootful podman keeps its networks (each ``<name>.json``)
-SYSTEM_NETWORKS = Path("/etc/containers/networks")
-
-
 def stale_dns_configs(folder: Path, network_dirs: Iterable[Path]) -> list[Path]:
     """The network DNS configs in ``folder`` whose network is in none of ``network_dirs``."""
-    if not folder.is_dir():
-        return []
     dirs = list(network_dirs)
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.name != PID_FILE
-                  and not any((d / f"{p.name}.json").exists() for d in dirs))
+    return [p for p in dns_configs(folder) if not any((d / f"{p.name}.json").exists() for d in dirs)]
 
 
 def clear_stale_dns(own_networks: Path, run_dir: Path = RUN_DIR, system_networks: Path | None = None) -> list[str]:
@@ -103,7 +103,7 @@ def remove_leaked_bridge(bridge: str) -> list[str]:
 
 def stop_idle_aardvark(folder: Path) -> str | None:
     """SIGTERM the aardvark-dns of ``folder`` when no network config is left for it to serve."""
-    if not folder.is_dir() or any(p.is_file() and p.name != PID_FILE for p in folder.iterdir()):
+    if not folder.is_dir() or dns_configs(folder):
         return None
     try:
         pid = int((folder / PID_FILE).read_text().strip())
@@ -122,12 +122,12 @@ def stop_idle_aardvark(folder: Path) -> str | None:
 
 def remove_run_dir(run_dir: Path = RUN_DIR) -> str:
     """Remove ``run_dir`` (made during the run) once no DNS config is left in it; what was done."""
-    folder = dns_dir(run_dir)
-    if folder.is_dir() and any(p.is_file() and p.name != PID_FILE for p in folder.iterdir()):
+    if dns_configs(dns_dir(run_dir)):
         return f"left {run_dir}: a network's DNS config is still in it"
     shutil.rmtree(run_dir, ignore_errors=True)
     return f"removed {run_dir}" if not run_dir.exists() else f"left {run_dir}: could not remove it"
 
 
-__all__ = ["RUN_DIR", "SYSTEM_NETWORKS", "clear_stale_dns", "dns_dir", "remove_leaked_bridge", "remove_run_dir",
+__all__ = ["RUN_DIR", "SYSTEM_NETWORKS", "clear_stale_dns", "dns_configs", "dns_dir", "remove_leaked_bridge",
+           "remove_run_dir",
            "stale_dns_configs", "stop_idle_aardvark"]

@@ -74,6 +74,19 @@ def _go_pprof(path: str, *flags: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
+def _pprof_top(path: str | None, *flags: str) -> subprocess.CompletedProcess[str] | dict[str, Any]:
+    """``go tool pprof -top`` of a saved profile, or the why-none record a summary returns instead."""
+    if not path:
+        return {"note": "no apiserver profile"}
+    try:
+        proc = _go_pprof(path, *flags)
+    except BuildError:
+        return {"file": path, "note": "go not found: profile kept, not summarised"}
+    if proc.returncode != 0:
+        return {"file": path, "note": f"go tool pprof failed: {proc.stderr.strip()[-300:]}"}
+    return proc
+
+
 def focus_cpu(path: str | None, rows: Iterable[Row]) -> dict[str, Any]:
     """Per row, the profile's CPU seconds in samples whose stack has a function matching the row's pattern
     (``go tool pprof -focus``), and the profile's CPU seconds in all; or why none.
@@ -81,14 +94,10 @@ def focus_cpu(path: str | None, rows: Iterable[Row]) -> dict[str, Any]:
     Why not :func:`cum_shares`: the apiserver serves a request on more than one goroutine (the handler,
     and the finisher that runs the storage call), so no one function's inclusive time is the request's;
     a focus on the handler's package-qualified name takes the samples of all of its goroutines."""
-    if not path:
-        return {"note": "no apiserver profile"}
-    try:
-        whole = _go_pprof(path)
-    except BuildError:
-        return {"file": path, "note": "go not found: profile kept, not summarised"}
-    if whole.returncode != 0:
-        return {"file": path, "note": f"go tool pprof failed: {whole.stderr.strip()[-300:]}"}
+    whole = _pprof_top(path)
+    if isinstance(whole, dict):
+        return whole
+    assert path is not None
     cpu: dict[str, float] = {}
     for key, _, rx in rows:
         m = _SHOWING.search(_go_pprof(path, f"-focus={rx}").stdout)
@@ -98,14 +107,7 @@ def focus_cpu(path: str | None, rows: Iterable[Row]) -> dict[str, Any]:
 
 def summarise(path: str | None, rows: Iterable[Row] = UPDATE_ROWS) -> dict[str, Any]:
     """The rows' shares of a saved profile (``go tool pprof``) and its CPU seconds, or why none."""
-    if not path:
-        return {"note": "no apiserver profile"}
-    try:
-        go = go_binary()
-    except BuildError:
-        return {"file": path, "note": "go not found: profile kept, not summarised"}
-    proc = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=100000", path],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        return {"file": path, "note": f"go tool pprof failed: {proc.stderr.strip()[-300:]}"}
+    proc = _pprof_top(path, "-cum")
+    if isinstance(proc, dict):
+        return proc
     return {"file": path, "shares": cum_shares(proc.stdout, rows), "sample_s": total_sample_s(proc.stdout)}

@@ -98,6 +98,8 @@ UPSTREAM = [
     {"test": "SchedulingBasic/5000Nodes_10000Pods", "nodes": 5000, "pods": "1000 init + 10000 measured",
      "threshold_pods_per_s": 270, "typical": "", "note": "no claims, 5,000 nodes: upstream's counted figure"},
 ]
+#: the verbs of apiserver_request_total that write
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 #: after a profiled registration, how long the heartbeats alone are watched
 STEADY_PROBE_S = 20.0
 #: kube-apiserver's CPU by what it was doing: samples with a function of the pattern in their stack
@@ -479,8 +481,7 @@ def steady_load(session: requests.Session, server: str, info: ClusterInfo, secon
     r0, c0, m0, t0 = request_counts(session, server), component_cpu(info), psutil.cpu_times(), time.monotonic()
     time.sleep(seconds)
     r1, c1, m1, wall = request_counts(session, server), component_cpu(info), psutil.cpu_times(), time.monotonic() - t0
-    writes = {k: round((v - r0.get(k, 0.0)) / wall, 1) for k, v in r1.items()
-              if k.split(" ")[0] in ("PUT", "PATCH") and v - r0.get(k, 0.0) >= 1}
+    writes = {k: round(v / wall, 1) for k, v in counts_since(r0, r1).items() if k.split(" ")[0] in ("PUT", "PATCH")}
     return {"seconds": round(wall, 1), "busy_cores": busy_cores(m0, m1, wall),
             "apiserver_cores": round((c1.get("kube-apiserver", 0.0) - c0.get("kube-apiserver", 0.0)) / wall, 2),
             "writes_per_s": writes}
@@ -495,6 +496,11 @@ def request_counts(session: requests.Session, server: str) -> dict[str, float]:
         key = f"{labels.get('verb', '')} {labels.get('resource', '')}"
         out[key] = out.get(key, 0.0) + value
     return out
+
+
+def counts_since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """The requests made between two :func:`request_counts`, by ``VERB resource`` (those with any)."""
+    return {k: int(v - before.get(k, 0.0)) for k, v in sorted(after.items()) if v - before.get(k, 0.0) >= 1}
 
 
 def profile_variant(name: str, args: argparse.Namespace, work: Path, window_s: int) -> dict[str, Any]:
@@ -544,8 +550,7 @@ def profile_variant(name: str, args: argparse.Namespace, work: Path, window_s: i
         finally:
             agent.stop(timeout_s=300)
         out["apiserver_cpu_s"] = round(cpu1.get("kube-apiserver", 0.0) - cpu0.get("kube-apiserver", 0.0), 2)
-        out["requests"] = {k: int(v - before.get(k, 0.0)) for k, v in sorted(after.items())
-                           if v - before.get(k, 0.0) >= 1}
+        out["requests"] = counts_since(before, after)
         out["profile"] = focus_cpu(got.get("path"), PROFILE_ROWS) if "path" in got else {"note": got.get("error")}
         log(f"  profile {name}: registration {out['registration_s']} s, apiserver {out['apiserver_cpu_s']} CPU-s "
             f"in {out['window_wall_s']} s; by row {out['profile'].get('cpu_s')}")
@@ -620,7 +625,7 @@ def profile_summary(profiles: list[dict[str, Any]]) -> dict[str, Any] | None:
         if not prof.get("cpu_s") or not prof.get("sample_s"):
             continue
         req = p.get("requests") or {}
-        writes = int(sum(v for k, v in req.items() if k.split(" ")[0] in ("POST", "PUT", "PATCH", "DELETE")))
+        writes = int(sum(v for k, v in req.items() if k.split(" ")[0] in WRITE_VERBS))
         cpu = p.get("apiserver_cpu_s")
         creates = int(sum(v for k, v in req.items() if k.split(" ")[0] == "POST"))
         out[p["variant"]] = {"sample_s": prof["sample_s"], "cpu_s": prof["cpu_s"], "writes": writes,
@@ -759,7 +764,7 @@ def profile_markdown(doc: dict[str, Any]) -> list[str]:
     for n in names:
         s = summary.get(n) or {}
         req = profiles[n].get("requests") or {}
-        writes = ", ".join(f"{k} {v}" for k, v in req.items() if k.split(" ")[0] in ("POST", "PUT", "PATCH", "DELETE"))
+        writes = ", ".join(f"{k} {v}" for k, v in req.items() if k.split(" ")[0] in WRITE_VERBS)
         lines.append(f"- {n}: kube-apiserver used {profiles[n].get('apiserver_cpu_s')} CPU-s for {s.get('writes')} "
                      f"writes ({s.get('apiserver_ms_per_write')} ms per write; {writes or '-'}); heartbeats "
                      f"(updates and patches) {s.get('heartbeat_cpu_s')} CPU-s")
