@@ -120,13 +120,30 @@ def ready_due(facts: PodFacts, started_wall: float | None) -> float | None:
     return anchor + facts.ready_delay
 
 
+#: a failed action is retried after its nominal wait times a factor drawn uniformly from this range [low, high),
+#: so that pods that failed together do not all come back in the same instant (the kubelet jitters its
+#: pod workers' resyncs likewise); tests derive their time bounds from it
+RETRY_JITTER: tuple[float, float] = (0.5, 1.5)
+
+
+def prepare_retry_s(tries: int) -> float:
+    """The nominal wait before a pod's claims are read again, after ``tries`` reads found them not ready:
+    0.5 s doubling from 1 s, at most 10 s (the kubelet retries a failed pod sync on a backoff of about
+    10 s). :data:`RETRY_JITTER` stretches it."""
+    return min(10.0, 0.5 * 2 ** min(tries, 5))
+
+
 class PodController(TimedTasks[str]):
-    """Applies lifecycle stages to the pods on a set of nodes."""
+    """Applies lifecycle stages to the pods on a set of nodes.
+
+    ``rng`` draws the retry jitter; a test passes a seeded (or fixed) one to make the timing exact.
+    """
 
     def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
                  nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None,
-                 gang_barrier: bool = True) -> None:
+                 gang_barrier: bool = True, rng: random.Random | None = None) -> None:
         super().__init__(clock)
+        self.rng = rng or random.Random()
         self.api = api
         self.clock = clock
         self.metrics = metrics
@@ -305,7 +322,8 @@ class PodController(TimedTasks[str]):
         if self.records.get(uid) is not rec:
             return
         if retry_in > 0 and not rec.dirty:
-            self._timers.schedule(uid, self.clock.monotonic() + retry_in * (0.5 + random.random()))
+            low, high = RETRY_JITTER
+            self._timers.schedule(uid, self.clock.monotonic() + retry_in * (low + (high - low) * self.rng.random()))
             return
         rec.dirty = False
         self._replan(uid, rec)
@@ -383,7 +401,7 @@ class PodController(TimedTasks[str]):
             if rec.prepare_tries in (1, 10) or rec.prepare_tries % 50 == 0:
                 log.info("pod %s/%s: claim %s %s; the pod waits", facts.namespace, facts.name, claim or "(not named "
                          "yet)", outcome)
-            return min(10.0, 0.5 * 2 ** min(rec.prepare_tries, 5))  # the kubelet retries a failed sync (~10 s)
+            return prepare_retry_s(rec.prepare_tries)
         now_w = self.clock.wall()
         rec.prepared_wall = now_w
         self.metrics.dra_prepares.labels("prepared").inc()
