@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-test setup-distill setup-unit test test-e2e lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
+.PHONY: setup setup-test setup-distill setup-unit test test-e2e test-flakes lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
         bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace kind-node-image kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
@@ -44,6 +44,9 @@ setup-unit: ## what the unit tests need: the venv with the dev and distill extra
 
 unit: setup-unit ## the unit tests: start no process (enforced), need no cluster
 	$(VENV)/bin/pytest -ra -m "not integration" $(PYTEST_ARGS)
+
+test-flakes: setup-unit ## the unit tier N times (default 20), each with its own random seed and test order; names every test that failed at least once (not part of .ci/run) -> reports/flakes/
+	$(PY) tests/flakes.py --rounds $(or $(N),20)
 
 integration: setup-test ## the integration tier of make test (real local control plane), without the e2e scenarios
 	$(VENV)/bin/pytest -ra -m "integration and not e2e" $(PYTEST_ARGS)

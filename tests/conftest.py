@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import rootcheck
+import seeding
 import sessionguard
 
 from hollowscale.cluster import clusterdir
@@ -37,8 +38,21 @@ ARTIFACTS = Path(__file__).parent / ".artifacts"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Mark this session's processes before any test starts one (see sessionguard)."""
+    """Mark this session's processes before any test starts one (see sessionguard); fix the session's
+    random seed (see seeding) before pytest-xdist starts its workers, which inherit it."""
     sessionguard.mark_session()
+    seeding.session_seed()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The seed every test's random state comes from, and how to run with it again."""
+    return seeding.header()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures: the global random generators seeded from the session's seed and the test."""
+    seeding.seed_globals(item.nodeid)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
