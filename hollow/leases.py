@@ -45,11 +45,15 @@ def spread(names: list[str], start: float, interval: float) -> dict[str, float]:
 
 
 class LeaseManager(TimedTasks[str]):
-    """Renews the Leases of every node of a :class:`NodeManager`."""
+    """Renews the Leases of every node of a :class:`NodeManager`.
+
+    ``rng`` draws each renewal's jitter; a test passes a seeded one to get the same renewals every run.
+    """
 
     def __init__(self, api: ApiClient, clock: Clock, heartbeat: HeartbeatSettings, metrics: Metrics,
-                 faults: FaultState, nodes: NodeManager) -> None:
+                 faults: FaultState, nodes: NodeManager, rng: random.Random | None = None) -> None:
         super().__init__(clock, coalesce=COALESCE_S)
+        self.rng = rng or random.Random()
         self.api = api
         self.clock = clock
         self.hb = heartbeat
@@ -93,7 +97,7 @@ class LeaseManager(TimedTasks[str]):
         if nominal < now:  # we fell behind by more than an interval: skip the missed ones, keep the phase
             nominal += interval * ((now - nominal) // interval + 1)
         self._nominal[name] = nominal
-        self._timers.schedule(name, nominal + random.uniform(0.0, self.hb.renew_jitter * interval))
+        self._timers.schedule(name, nominal + self.rng.uniform(0.0, self.hb.renew_jitter * interval))
 
     def _fire(self, name: str, due: float) -> None:
         self._schedule_next(name)

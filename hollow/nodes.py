@@ -72,11 +72,16 @@ class NodeState:
 
 
 class NodeManager(TimedTasks[str]):
-    """Registers the agent's nodes and keeps their status fresh."""
+    """Registers the agent's nodes and keeps their status fresh.
+
+    ``rng`` draws where in the first interval each node's first refresh falls, and the registration
+    retries' backoff; a test passes a seeded one to get the same timing every run.
+    """
 
     def __init__(self, api: ApiClient, clock: Clock, settings: AgentSettings, metrics: Metrics,
-                 faults: FaultState, slots: list[NodeSlot]) -> None:
+                 faults: FaultState, slots: list[NodeSlot], rng: random.Random | None = None) -> None:
         super().__init__(clock)
+        self.rng = rng or random.Random()
         self.api = api
         self.clock = clock
         self.settings = settings
@@ -129,7 +134,7 @@ class NodeManager(TimedTasks[str]):
             if attempt in (1, 5) or attempt % 20 == 0:
                 log.warning("node %s: registration failed (%s %s); retrying", slot.name, resp.status,
                             resp.message())
-            await asyncio.sleep(backoff_delay(min(attempt, 6), 0.2, 10.0))
+            await asyncio.sleep(backoff_delay(min(attempt, 6), 0.2, 10.0, self.rng))
 
     async def register_all(self, on_registered: Callable[[str], None] | None = None) -> None:
         """Register every node (bounded by the API client's concurrency), then start status refreshes.
@@ -152,7 +157,7 @@ class NodeManager(TimedTasks[str]):
         now = self.clock.monotonic()
         n = max(1, len(self.nodes))
         for i, name in enumerate(self.nodes):
-            self._timers.schedule(name, now + interval * (i + random.random()) / n)
+            self._timers.schedule(name, now + interval * (i + self.rng.random()) / n)
         self.registered.set()
         log.info("%d nodes registered", len(self.nodes))
 

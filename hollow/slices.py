@@ -15,6 +15,7 @@ by its uid and created again.  A failed publish is retried with backoff.
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any
 
 import orjson
@@ -32,10 +33,15 @@ PATH = f"/apis/{API_VERSION}/resourceslices"
 
 
 class SliceManager(TimedTasks[str]):
-    """Publishes the ResourceSlices of the agent's DRA nodes."""
+    """Publishes the ResourceSlices of the agent's DRA nodes.
 
-    def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, nodes: dict[str, NodeState]) -> None:
+    ``rng`` draws the retries' backoff; a test passes a seeded one to get the same retries every run.
+    """
+
+    def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, nodes: dict[str, NodeState],
+                 rng: random.Random | None = None) -> None:
         super().__init__(clock)
+        self.rng = rng or random.Random()
         self.api = api
         self.clock = clock
         self.metrics = metrics
@@ -85,7 +91,7 @@ class SliceManager(TimedTasks[str]):
                 log.info("ResourceSlices of %d nodes published", len(self.published))
             return
         attempt = self._attempts[name] = self._attempts.get(name, 0) + 1
-        self._timers.schedule(name, self.clock.monotonic() + backoff_delay(min(attempt, 6), 0.5, 30.0))
+        self._timers.schedule(name, self.clock.monotonic() + backoff_delay(min(attempt, 6), 0.5, 30.0, self.rng))
 
     async def _one(self, body: dict[str, Any], uid: str) -> bool:
         """Create one slice, or adopt or replace the one of its name; True when it is ours now."""

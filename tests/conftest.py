@@ -42,6 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     random seed (see seeding) before pytest-xdist starts its workers, which inherit it."""
     sessionguard.mark_session()
     seeding.session_seed()
+    seeding.configure_hypothesis()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -10,6 +10,12 @@ With :data:`SHUFFLE_VAR` set, the modules run in an order drawn from the seed, a
 each module (a module stays contiguous, so its fixtures are made once). ``make test-flakes``
 (``tests/flakes.py``) runs the unit tier many times, each with its own seed and order.
 
+Hypothesis' property tests draw their examples from a generator of their own. They are derandomized (the
+same examples every run, drawn from the test's own code) unless the session shuffles: then they explore
+examples drawn from the session's seed, so ``make test-flakes`` also looks at inputs a fixed run never
+tries. Hypothesis' example database stays off, so that no run replays another's failures (or writes
+``.hypothesis/`` into the checkout).
+
 Tests that need randomness should still draw from a generator they seed themselves (``random.Random(seed)``)
 or assert bounds derived from the code's definitions: this module only makes a remaining dependence on
 the global state visible and reproducible, it is not a licence for one.
@@ -52,6 +58,17 @@ def header() -> str:
     order = "shuffled by it" if shuffling() else "in file order"
     return (f"random seed {session_seed()} (each test's global random state is seeded from it; tests run "
             f"{order}); reproduce with {SEED_VAR}={session_seed()}")
+
+
+def configure_hypothesis() -> None:
+    """Hypothesis' examples: derandomized, or drawn from the session's seed when the session shuffles."""
+    from hypothesis import core, settings
+
+    exploring = shuffling()
+    settings.register_profile("hollowscale", derandomize=not exploring, database=None)
+    settings.load_profile("hollowscale")
+    if exploring:
+        core.global_force_seed = session_seed()  # what pytest's --hypothesis-seed sets
 
 
 def seed_globals(nodeid: str) -> None:
