@@ -163,15 +163,19 @@ class EndpointSliceTeachers:
     def _api(self) -> Any:
         from kubernetes import client, config
 
+        from kubecore.config import client_configuration
+
+        # a kubeconfig goes through kubecore: its embedded keys stay in memory, where the client's own
+        # loader would leave them in /tmp for good when this process is killed
         if self.settings.kubeconfig:
-            api_client = config.new_client_from_config(config_file=self.settings.kubeconfig)
+            cfg = client_configuration(self.settings.kubeconfig)
         else:
+            cfg = client.Configuration()
             try:
-                config.load_incluster_config()
+                config.load_incluster_config(client_configuration=cfg)  # the pod's mounted files: writes none
             except config.ConfigException:
-                config.load_kube_config()
-            api_client = client.ApiClient()
-        return client.DiscoveryV1Api(api_client)
+                cfg = client_configuration()
+        return client.DiscoveryV1Api(client.ApiClient(configuration=cfg))
 
     def _publish(self, on_change: OnChange) -> None:
         urls = endpoints_from_slices(self._slices.values(), self.settings.port_name, self.settings.scheme,

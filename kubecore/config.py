@@ -6,18 +6,33 @@ handles auth-provider tokens and in-cluster config.  Hot paths (hollow agents, L
 watchers) do not use its generated models; they talk raw HTTP with JSON, fed from an endpoint built
 here.  A token that expires (exec plugins return an ``expirationTimestamp``) is refreshed through the
 client's own hook when :meth:`KubeEndpoint.auth_headers` is asked for it.
+
+Certificates and keys embedded in a kubeconfig (``*-data``) are never left to the client's temp
+files: it writes them with ``mkstemp`` into the machine's temp folder and removes them only at a
+normal interpreter exit, so every killed agent, Locust worker or ``os._exit``-ed test worker left
+keys in ``/tmp``.  They are written here instead, into the caller's ``keys_dir`` (a folder of its
+run, cluster or test, removed with it) or, by default, into anonymous memory files
+(``memfd_create``) named ``/proc/self/fd/N``: TLS libraries read them like files, nothing is on any
+file system, and they go with the process however it ends.  Such a path is this process's only (and
+its forks'): :func:`shareable_file` copies one into a folder for a process that needs a real file
+(Prometheus).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import os
+import shutil
 import ssl
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kubecore.tls import client_ssl_context
 
@@ -39,6 +54,8 @@ class KubeEndpoint:
         ca_file: PEM bundle that verifies the server, or None to use the system store.
         cert_file: client certificate (PEM) for mTLS, or None.
         key_file: client private key (PEM) for mTLS, or None.
+            The three are the kubeconfig's own files, or where its embedded data was written: in
+            ``keys_dir`` or in memory (``/proc/self/fd/N``, see :func:`in_memory`).
         token: bearer token at load time, or None (use :meth:`auth_headers`, which refreshes it).
         insecure: skip server verification (only when the kubeconfig says so).
         source: the kubeconfig file(s) or ``in-cluster``, for messages.
@@ -105,18 +122,38 @@ def _in_cluster_available() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (_SERVICE_ACCOUNT / "token").exists()
 
 
-def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | None = None) -> KubeEndpoint:
+def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | None = None,
+                  keys_dir: Path | None = None) -> KubeEndpoint:
     """Load the current (or named) context of a kubeconfig into a :class:`KubeEndpoint`.
 
     Args:
         path: kubeconfig file; by default ``$KUBECONFIG`` (a list separated by ``:``, merged as kubectl
             does), then ``~/.kube/config``, then the pod's service account when running in a cluster.
         context: context name; defaults to ``current-context``.
+        keys_dir: where certificates and keys embedded in the kubeconfig are written (made 0700 if
+            missing; the caller removes it with the run, cluster or test it belongs to); None: in
+            memory, for this process only (module docstring).
 
     Raises:
         KubeconfigError: naming the file(s) and what is wrong (missing file, no such context, an exec
             plugin that failed and left the user without credentials, ...).
     """
+    cfg, source, ctx_name = _load(path, context, keys_dir)
+    return _endpoint(cfg, source, ctx_name)
+
+
+def client_configuration(path: str | os.PathLike[str] | None = None, context: str | None = None,
+                         keys_dir: Path | None = None) -> Any:
+    """The official client's ``Configuration`` for a kubeconfig, loaded as :func:`load_endpoint` loads it
+    (embedded keys in ``keys_dir`` or in memory, never in the temp folder); for code that uses the
+    client's generated APIs: ``kubernetes.client.ApiClient(client_configuration(path))``.  Use it
+    instead of ``kubernetes.config.load_kube_config`` / ``new_client_from_config``."""
+    return _load(path, context, keys_dir)[0]
+
+
+def _load(path: str | os.PathLike[str] | None, context: str | None,
+          keys_dir: Path | None) -> tuple[Any, str, str]:
+    """(the client's Configuration, the source for messages, the context used)."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -125,10 +162,10 @@ def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | Non
     default = Path.home() / ".kube" / "config"
     if path is None and not env and not default.exists() and _in_cluster_available():
         try:
-            config.load_incluster_config(client_configuration=cfg)
+            config.load_incluster_config(client_configuration=cfg)  # reads the mounted files: writes none
         except ConfigException as exc:
             raise KubeconfigError(f"in-cluster config: {exc}") from None
-        return _endpoint(cfg, "in-cluster", "")
+        return cfg, "in-cluster", ""
     source = str(path) if path is not None else (env or str(default))
     files = [p for p in source.split(os.pathsep) if p]
     if not files or not any(Path(p).expanduser().exists() for p in files):
@@ -136,8 +173,7 @@ def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | Non
     errors = _capture_client_errors()
     try:
         # the client reads $KUBECONFIG once, at its import; pass what it says now (a list is merged)
-        config.load_kube_config(config_file=source, context=context,
-                                client_configuration=cfg, persist_config=False)
+        _load_kubeconfig(source, context, cfg, keys_dir)
     except ConfigException as exc:
         raise KubeconfigError(f"{source}: {exc}") from None
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -148,7 +184,136 @@ def load_endpoint(path: str | os.PathLike[str] | None = None, context: str | Non
     if not _bearer(cfg) and not cfg.cert_file and errors.messages:
         # the client logs (and swallows) exec plugin failures; without credentials every call would be 401
         raise KubeconfigError(f"{source}: context {ctx_name!r}: no credentials: {errors.messages[-1]}")
-    return _endpoint(cfg, source, ctx_name)
+    return cfg, source, ctx_name
+
+
+#: embedded data -> the file key the client reads instead, per kubeconfig section, and the file's role
+_EMBEDDED = {
+    "cluster": (("certificate-authority-data", "certificate-authority", "ca.crt"),),
+    "user": (("client-certificate-data", "client-certificate", "client.crt"),
+             ("client-key-data", "client-key", "client.key")),
+    "auth-provider": (("idp-certificate-authority-data", "idp-certificate-authority", "idp-ca.crt"),),
+}
+
+
+def _load_kubeconfig(source: str, context: str | None, cfg: Any, keys_dir: Path | None) -> None:
+    """What ``config.load_kube_config(source, context, cfg, persist_config=False)`` does (the client's own
+    merge and loader), with the active context's embedded data written first by :func:`_materialise`, so
+    the client has none left to put in temp files.  An exec plugin that answers with a client certificate
+    is the one case where the client still writes: into ``keys_dir``, or into a scratch folder of ours
+    whose files are moved into memory and which is removed right after."""
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    merger = KubeConfigMerger(source)
+    if merger.config is None:
+        raise ConfigException("Invalid kube-config file. No configuration found.")
+    user = _materialise(merger.config, context, keys_dir)
+    scratch = None
+    if keys_dir is None and user is not None and "exec" in user:
+        scratch = Path(tempfile.mkdtemp(prefix="hollowscale-exec-creds-"))
+    try:
+        loader = KubeConfigLoader(config_dict=merger.config, active_context=context, config_base_path=None,
+                                  temp_file_path=str(keys_dir or scratch or "") or None)
+        loader.load_and_set(cfg)
+        if scratch is not None:
+            for attr, role in (("cert_file", "client.crt"), ("key_file", "client.key")):
+                made = getattr(cfg, attr, None)
+                if made and Path(made).parent == scratch:
+                    setattr(cfg, attr, _memory_file(Path(made).read_bytes(), role))
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)  # our own folder (mkdtemp above), exactly
+
+
+def _materialise(merged: Any, context: str | None, keys_dir: Path | None) -> dict[str, Any] | None:
+    """Replace the embedded data of the active context's cluster and user in the client's merged config
+    (``KubeConfigMerger.config``) with files of ours; the user's section (None when it has none).  An
+    entry that is not there is left for the client's loader to report."""
+
+    def entry(kind: str, name: object) -> dict[str, Any] | None:
+        for item in merged.value.get(kind) or []:
+            doc = getattr(item, "value", item)
+            if isinstance(doc, dict) and doc.get("name") == name:
+                return doc
+        return None
+
+    ctx_name = context or merged.value.get("current-context")
+    ctx = entry("contexts", ctx_name)
+    body = (ctx or {}).get("context") or {}
+    if not isinstance(body, dict):
+        return None
+    cluster = (entry("clusters", body.get("cluster")) or {}).get("cluster")
+    user = (entry("users", body.get("user")) or {}).get("user") if body.get("user") else None
+    provider = (user or {}).get("auth-provider") if isinstance(user, dict) else None
+    sections = [("cluster", cluster), ("user", user),
+                ("auth-provider", provider.get("config") if isinstance(provider, dict) else None)]
+    for kind, section in sections:
+        if not isinstance(section, dict):
+            continue
+        for data_key, file_key, role in _EMBEDDED[kind]:
+            data = section.pop(data_key, None)
+            if data:
+                content = base64.standard_b64decode(data)
+                section[file_key] = _memory_file(content, role) if keys_dir is None else \
+                    _key_file(keys_dir, content, role)
+    return user if isinstance(user, dict) else None
+
+
+_IN_MEMORY: dict[bytes, str] = {}
+_IN_MEMORY_LOCK = threading.Lock()
+_IN_MEMORY_PREFIX = "/proc/self/fd/"
+
+
+def _memory_file(content: bytes, role: str) -> str:
+    """``/proc/self/fd/N`` of an anonymous memory file holding ``content`` (one per content, kept open
+    for the life of the process; close-on-exec, so a program this process starts does not inherit it)."""
+    key = hashlib.sha256(content).digest()
+    with _IN_MEMORY_LOCK:
+        known = _IN_MEMORY.get(key)
+        if known is not None:
+            return known
+        fd = os.memfd_create(f"kubeconfig-{role}")
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view):]
+        _IN_MEMORY[key] = path = f"{_IN_MEMORY_PREFIX}{fd}"
+        return path
+
+
+def in_memory(path: str | None) -> bool:
+    """Whether ``path`` (an endpoint's ``ca_file``, ``cert_file`` or ``key_file``) is one of this
+    process's memory files: readable here and in forks, not by a program this process starts."""
+    return bool(path) and str(path).startswith(_IN_MEMORY_PREFIX)
+
+
+def _key_file(folder: Path, content: bytes, role: str) -> str:
+    """``folder/<role stem>-<digest><suffix>`` holding ``content`` (0600), written once per content:
+    through a temp name in the same folder and a rename, so a reader never sees half a key."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stem, suffix = os.path.splitext(role)
+    path = folder / f"{stem}-{hashlib.sha256(content).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        tmp = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.replace(tmp, path)
+    return str(path)
+
+
+def shareable_file(path: str | None, folder: Path, name: str) -> str | None:
+    """``path`` as a file another program can read: an in-memory one (:func:`in_memory`) is copied to
+    ``folder/name`` (0600; the caller removes it when that program is done), any other is returned as is."""
+    if not in_memory(path):
+        return path
+    assert path is not None
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    out = folder / name
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(Path(path).read_bytes())
+    return str(out)
 
 
 def _endpoint(cfg: object, source: str, context: str) -> KubeEndpoint:

@@ -10,6 +10,7 @@ figures of the report; every query string is returned with its value so the repo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -19,13 +20,14 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kubecore.config import in_memory, shareable_file
 from kubecore.procs import free_ports, spawn, stop_group
 
 MUTATING = "POST|PUT|PATCH|DELETE"
@@ -140,6 +142,30 @@ class PrometheusServer:
         self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.shared: list[Path] = []  # credential files written for Prometheus (removed by stop)
+
+    def _readable_targets(self) -> list[Target]:
+        """The targets with every in-memory credential (a kubeconfig's embedded keys, kubecore.config)
+        written into ``folder/tls`` for Prometheus, another process, to read; each file made is recorded."""
+
+        def readable(number: int, t: Target, role: str, path: str | None) -> str | None:
+            if not in_memory(path):
+                return path
+            made = str(shareable_file(path, self.folder / "tls", f"{number}-{t.job}-{role}.pem"))
+            self.shared.append(Path(made))
+            return made
+
+        return [replace(t, ca_file=readable(n, t, "ca", t.ca_file), cert_file=readable(n, t, "cert", t.cert_file),
+                        key_file=readable(n, t, "key", t.key_file)) for n, t in enumerate(self.targets)]
+
+    def _remove_shared(self) -> None:
+        """Remove the credential files :meth:`_readable_targets` made, and their folder once empty."""
+        for path in self.shared:
+            path.unlink(missing_ok=True)
+        if self.shared:
+            with contextlib.suppress(OSError):  # something else is in it: not ours, it stays
+                (self.folder / "tls").rmdir()
+        self.shared = []
 
     @property
     def url(self) -> str:
@@ -150,7 +176,7 @@ class PrometheusServer:
             raise PrometheusError(f"prometheus binary not found ({self.binary}); install it: apt-get install -y prometheus")
         self.folder.mkdir(parents=True, exist_ok=True)
         cfg = self.folder / "prometheus.yml"
-        cfg.write_text(yaml.safe_dump(scrape_config(self.targets, self.interval_s), sort_keys=False))
+        cfg.write_text(yaml.safe_dump(scrape_config(self._readable_targets(), self.interval_s), sort_keys=False))
         self.port = free_ports(1)[0]  # Prometheus cannot announce a port it picked itself
         self.proc = spawn(
             [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.folder / 'tsdb'}",
@@ -190,9 +216,10 @@ class PrometheusServer:
         return self.proc.pid if self.proc else None
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM its process group, SIGKILL after ``grace_s``."""
+        """SIGTERM its process group, SIGKILL after ``grace_s``; then the credential files made for it go."""
         if self.proc is not None:
             stop_group(self.proc, grace_s)
+        self._remove_shared()
 
 
 #: how a quantile is marked in ``summary.json`` (``"source"`` beside its ``p50``/``p99``): ``exact``, the

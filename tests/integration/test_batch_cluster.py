@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
@@ -31,6 +31,7 @@ from hollowscale.cluster.gang import GANG_GATES
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.measure.prom import PrometheusServer, targets_from_metrics
 from hollowscale.versions import KUEUE_VERSION
+from kubecore.config import client_configuration
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -81,7 +82,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     try:
         agent = start_agent(info.kubeconfig, pools, ARTIFACTS / f"hollow-{prefix}.log", "--delete-nodes-on-exit")
         agent.wait_healthy(60)
-        api = config.new_client_from_config(config_file=str(info.kubeconfig))
+        api = client.ApiClient(client_configuration(str(info.kubeconfig)))
         core = client.CoreV1Api(api)
         wait_until("4 hollow GPU nodes Ready and schedulable", lambda: (lambda items: len(items) == 4 and all(
             _schedulable(n) for n in items))(core.list_node(label_selector="hollowscale.io/pool").items), 90)

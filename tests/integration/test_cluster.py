@@ -8,17 +8,18 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from waiting import wait_until
 
 from hollowscale.cluster.local import ClusterInfo
+from kubecore.config import client_configuration
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def api(cluster: ClusterInfo) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    return client.ApiClient(client_configuration(str(cluster.kubeconfig)))
 
 
 @pytest.fixture

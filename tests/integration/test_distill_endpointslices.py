@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from kubernetes import client, config
+from kubernetes import client
 
 from distill.data import StreamSettings, iter_epoch, make_split, synthetic_dataset
 from distill.discovery import EndpointSliceSettings, EndpointSliceTeachers
 from distill.models import ConvNet, NetConfig, load_checkpoint, save_checkpoint
 from distill.procs import TeacherProcess
 from distill.reader import DistillReader, ReaderSettings
+from kubecore.config import client_configuration
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 TINY = NetConfig(channels=(4, 8), convs_per_stage=1, hidden=16)
@@ -69,7 +70,7 @@ def test_reader_follows_endpointslices_while_training(
     cluster: Any, teachers: tuple[Path, list[TeacherProcess]]
 ) -> None:
     ckpt, (a, b) = teachers
-    api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    api_client = client.ApiClient(client_configuration(str(cluster.kubeconfig)))
     core = client.CoreV1Api(api_client)
     disc = client.DiscoveryV1Api(api_client)
     ns = f"distill-{uuid.uuid4().hex[:6]}"

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
+from kubecore.config import client_configuration
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +96,7 @@ def env(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]
         "topology": {"zones": ["zone-a", "zone-b"], "racks_per_zone": 4},
         "lifecycle": {"startup_delay": "500ms", "run_duration": "forever"},
     }]}))
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    api = client.ApiClient(client_configuration(str(cluster.kubeconfig)))
     e = Env(str(cluster.kubeconfig), prefix, f"{prefix}-v100", f"{prefix}-ns", pools_file,
             ARTIFACTS / f"hollow-{prefix}", api)
     core = e.core

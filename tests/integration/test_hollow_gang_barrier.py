@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
+from kubecore.config import client_configuration
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +40,7 @@ class Env:
         self.prefix = f"hgb{uuid.uuid4().hex[:5]}"
         self.pool = f"{self.prefix}-h100"
         self.ns = f"{self.prefix}-ns"
-        self.api = config.new_client_from_config(config_file=kubeconfig)
+        self.api = client.ApiClient(client_configuration(kubeconfig))
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         pools_file = tmp / "pools.yaml"

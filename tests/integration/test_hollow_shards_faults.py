@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
+from kubecore.config import client_configuration
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ def shards(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         "taints": [{"key": "hollowscale.io/test", "value": prefix, "effect": "NoSchedule"}],
         "lifecycle": {"run_duration": "forever"},
     }]}))
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    api = client.ApiClient(client_configuration(str(cluster.kubeconfig)))
     core = client.CoreV1Api(api)
     ns = f"{prefix}-ns"
     core.create_namespace({"metadata": {"name": ns}})

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from waiting import wait_until
 
 from hollow.process import start_agent
-from kubecore.config import load_endpoint
+from kubecore.config import client_configuration, load_endpoint
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ def _service_account_token(api: client.ApiClient, name: str) -> str:
 
 def test_agent_follows_an_expiring_exec_token(cluster: Any, tmp_path: Path) -> None:
     prefix = f"htk{uuid.uuid4().hex[:5]}"
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    api = client.ApiClient(client_configuration(str(cluster.kubeconfig)))
     core = client.CoreV1Api(api)
     admin = load_endpoint(cluster.kubeconfig)
     names = [f"{prefix}-a", f"{prefix}-b"]
@@ -56,9 +56,8 @@ def test_agent_follows_an_expiring_exec_token(cluster: Any, tmp_path: Path) -> N
     token_file = tmp_path / "token"
     token_file.write_text(tokens[0])
     (tmp_path / "plugin.py").write_text(PLUGIN)
-    cluster_entry: dict[str, Any] = {"server": admin.server}
-    if admin.ca_file:
-        cluster_entry["certificate-authority"] = str(Path(admin.ca_file).resolve())
+    # the cluster's CA file (the agent is another process: the admin endpoint's embedded CA is in memory)
+    cluster_entry: dict[str, Any] = {"server": admin.server, "certificate-authority": str(cluster.ca_file)}
     kubeconfig = tmp_path / "exec-kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "exec",

@@ -103,9 +103,8 @@ def _token_kubeconfig(cluster, tmp_path: Path, name: str) -> Path:  # type: igno
                headers=headers, timeout=30)
     assert r.status_code == 201, r.text
     token = r.json()["status"]["token"]
-    cluster_entry: dict[str, object] = {"server": ep.server}
-    if ep.ca_file:
-        cluster_entry["certificate-authority"] = ep.ca_file
+    # the cluster's CA file (Locust is another process: the admin endpoint's embedded CA is in memory)
+    cluster_entry: dict[str, object] = {"server": ep.server, "certificate-authority": str(cluster.ca_file)}
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
            "clusters": [{"name": "c", "cluster": cluster_entry}], "users": [{"name": name, "user": {"token": token}}],
            "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}]}

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 
 from hollowscale.placements.children import Children
 from hollowscale.placements.nodes import ReadyBarrier, ready_nodes
 from hollowscale.placements.processes.agents import Agents
 from hollowscale.scenario import parse_scenario
-from kubecore.config import load_endpoint
+from kubecore.config import client_configuration, load_endpoint
 from kubecore.watch import session_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,5 +58,5 @@ def test_dead_agent_shard_is_restarted_on_its_port(cluster: Any, tmp_path: Path,
         assert any("restarting in 1s" in line for line in logs)
     finally:
         agents.stop(grace_s=60)
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+    core = client.CoreV1Api(client.ApiClient(client_configuration(str(cluster.kubeconfig))))
     assert not core.list_node(label_selector=f"hollowscale.io/pool={prefix}-cpu").items
