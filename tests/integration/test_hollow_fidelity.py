@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 from waiting import wait_until
 
@@ -39,6 +39,7 @@ from hollow.fidelity import compare, left_out_paths
 from hollow.process import start_agent
 from hollowscale.cluster.realnode import pod_placement
 from hollowscale.images import BUSYBOX_IMAGE
+from kubecore.config import client_configuration
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -177,7 +178,7 @@ def sides(real_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "taints": [{"key": TAINT, "value": prefix, "effect": "NoSchedule"}],
         "lifecycle": {"startup_delay": "1s", "run_duration": "forever"},
     }]}))
-    api = config.new_client_from_config(config_file=str(real_cluster.kubeconfig))
+    api = client.ApiClient(client_configuration(str(real_cluster.kubeconfig)))
     core: Any = client.CoreV1Api(api)  # Any: dict bodies and optional fields, as the other tests use it
     namespace = f"{prefix}-ns"
     core.create_namespace({"metadata": {"name": namespace}})
