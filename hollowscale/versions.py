@@ -22,3 +22,13 @@ KIND_VERSION = "v0.33.0"
 #: CoreDNS for a kind node image: kubeadm v1.36.3 asks for v1.14.2, which the module proxy does not serve;
 #: v1.14.3 is the nearest served release (a patch release of the same minor)
 COREDNS_VERSION = "v1.14.3"
+#: Go toolchain that setup fetches when no Go >= 1.26 is on the machine (:mod:`hollowscale.gotoolchain`): the module
+#: ``golang.org/toolchain`` at ``v0.0.1-<GO_TOOLCHAIN_VERSION>.<GO_TOOLCHAIN_PLATFORM>`` from the Go module proxy, the
+#: artifact the go command's own ``GOTOOLCHAIN`` switch downloads
+GO_TOOLCHAIN_VERSION = "go1.26.8"
+#: the one platform pinned: another machine architecture brings its own Go >= 1.26 (no hash is guessed)
+GO_TOOLCHAIN_PLATFORM = "linux-amd64"
+#: SHA-256 of that module's zip as the proxy serves it (71,680,185 bytes)
+GO_TOOLCHAIN_SHA256 = "30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7"
+#: the same zip's go.sum hash (``h1:``, Go's dirhash of its files), as the checksum database sum.golang.org records it
+GO_TOOLCHAIN_H1 = "h1:ZOmGe1OnfREDMIdb1Qi4G9JSuDPBLGExZMQ4nis1RXM="

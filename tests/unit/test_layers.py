@@ -95,8 +95,9 @@ HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
     # device plugin (a process of its own on real nodes)
     frozenset({"__init__", "paths", "versions", "timestamps", "deviceplugin"}),
     # OCI images written by our own code; workload traces (format, readers); the DRA kubelet plugin (a process
-    # of its own on real nodes, built on the device plugin's inventory and stubs)
-    frozenset({"images", "trace", "draplugin"}),
+    # of its own on real nodes, built on the device plugin's inventory and stubs); the Go toolchain that builds
+    # (found or fetched; stdlib only: setup runs it before the venv exists)
+    frozenset({"images", "trace", "draplugin", "gotoolchain"}),
     frozenset({"cluster"}),  # the local control plane, kind's CLI, real nodes, each component's command line
     # what a run does (composes the engines' specs); a kind node image built here, and the engine it runs in
     frozenset({"scenario", "kindnode"}),
