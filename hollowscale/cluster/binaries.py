@@ -21,7 +21,6 @@ Go build cache shares what they have in common) and its start and end go to the 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -34,17 +33,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hollowscale.gotoolchain import GO_DEFAULT, cached_go, find_go, go_env, is_fetched, search_list, toolchain_dir
 from hollowscale.paths import cache_root
 from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KUEUE_VERSION, STAGING_VERSION
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ProgressFn = Callable[[str], None]
-#: the oldest Go toolchain that builds the pinned versions (k8s.io/kubernetes v1.36's go.mod says go 1.26)
-GO_MIN = (1, 26)
-#: where Go's own installer (https://go.dev/dl) puts it; a non-login shell may not have it on PATH
-GO_DEFAULT = "/usr/local/go/bin/go"
-GO_HINT = ("install Go >= 1.26 from https://go.dev/dl (distribution packages are often older) and put it on "
-           "PATH, e.g. export PATH=/usr/local/go/bin:$PATH")
+GO_HINT = ("run `make setup` (it fetches the pinned Go toolchain into hollowscale's cache: "
+           "python3 -m hollowscale.gotoolchain), or install Go >= 1.26 from https://go.dev/dl (distribution "
+           "packages are often older) and put it on PATH, e.g. export PATH=/usr/local/go/bin:$PATH")
 
 
 class Milestone(str):
@@ -106,41 +103,29 @@ def kubelet_binary(root: Path | None = None) -> Path:
     return kube_command_binary("kubelet", root)
 
 
-@functools.lru_cache(maxsize=8)
-def go_version(go: str) -> tuple[int, int] | None:
-    """(major, minor) of the toolchain at ``go`` itself, or None when it does not run or say.
-
-    ``GOTOOLCHAIN=local``: the version of this binary, not of a newer toolchain it would switch to.
-    """
-    try:
-        out = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, GOTOOLCHAIN="local")).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"\bgo(\d+)\.(\d+)", out)
-    return (int(m[1]), int(m[2])) if m else None
-
-
 def go_binary() -> str:
-    """The Go toolchain that builds: the first of PATH's ``go`` and :data:`GO_DEFAULT` that is >= 1.26.
+    """The Go toolchain that builds: the first of PATH's ``go`` and :data:`GO_DEFAULT` (or
+    ``$HOLLOWSCALE_GO_SEARCH``) that is >= 1.26, else the pinned toolchain that setup fetched into the cache.
 
     Looking past an old ``go`` on PATH to Go's default install dir is what a machine with the distro's
-    older golang package beside a go.dev install needs.
+    older golang package beside a go.dev install needs; the fetched one is what a machine without Go has
+    (so ``hollowscale setup`` builds with it when called directly, outside scripts/setup.sh's PATH).
 
     Raises:
-        BuildError: none found, or only older ones (each named with its version), with what to install.
+        BuildError: none found, or only older ones (each named with its version), with what to do.
     """
-    candidates = dict.fromkeys(p for p in (shutil.which("go"), GO_DEFAULT) if p and os.access(p, os.X_OK))
-    found: list[str] = []
-    for go in candidates:
-        version = go_version(go)
-        if version is not None and version >= GO_MIN:
-            return go
-        found.append(f"{'go{}.{}'.format(*version) if version else 'a go that does not tell its version'} at {go}")
-    if not found:
+    go, older = find_go(GO_DEFAULT)
+    if go is not None:
+        return go
+    fetched = cached_go()
+    if fetched is not None:
+        return str(fetched)
+    looked = ", ".join(search_list(GO_DEFAULT)) or "no other place"
+    if not older:
         raise BuildError(f"the control-plane build needs Go >= 1.26 and found none (no go on PATH, none at "
-                         f"{GO_DEFAULT}): {GO_HINT}")
-    raise BuildError(f"the control-plane build needs Go >= 1.26 and found only {' and '.join(found)}: {GO_HINT}")
+                         f"{looked}), nor a fetched one in {toolchain_dir()}: {GO_HINT}")
+    raise BuildError(f"the control-plane build needs Go >= 1.26 and found only {' and '.join(older)}, and no "
+                     f"fetched one in {toolchain_dir()}: {GO_HINT}")
 
 
 def _elapsed(seconds: float) -> str:
@@ -155,10 +140,12 @@ def _output_name(package: str) -> str:
 
 def _run_go(args: list[str], cwd: Path, progress: ProgressFn | None, what: str) -> None:
     """Run a go command, streaming package names to ``progress``; raise BuildError with its tail."""
+    go = go_binary()
     env = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0")
-    env.setdefault("GOTOOLCHAIN", "auto")
+    # the fetched toolchain builds as itself (its checksum was checked); a user's Go may switch up (auto)
+    env = go_env(go, env) if is_fetched(go) else {"GOTOOLCHAIN": "auto", **env}
     proc = subprocess.Popen(
-        [go_binary(), *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [go, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     tail: list[str] = []
     assert proc.stdout is not None

@@ -81,6 +81,7 @@ def test_go_older_than_1_26_is_refused_with_what_was_found(tmp_path: Path, monke
     old = _fake_go(tmp_path / "path", "1.22.1")
     monkeypatch.setenv("PATH", str(old.parent))
     monkeypatch.setattr(bins_mod, "GO_DEFAULT", str(tmp_path / "usr-local-go" / "go"))  # not there
+    monkeypatch.setenv("HOLLOWSCALE_CACHE", str(tmp_path / "cache"))  # nor a fetched Go (hollowscale.gotoolchain)
     with pytest.raises(bins_mod.BuildError) as e:
         bins_mod.go_binary()
     msg = str(e.value)
@@ -92,6 +93,7 @@ def test_no_go_at_all_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(bins_mod, "GO_DEFAULT", str(tmp_path / "usr-local-go" / "go"))
+    monkeypatch.setenv("HOLLOWSCALE_CACHE", str(tmp_path / "cache"))  # nor a fetched Go (hollowscale.gotoolchain)
     with pytest.raises(bins_mod.BuildError, match=r"found none \(no go on PATH, none at .*usr-local-go/go\)"):
         bins_mod.go_binary()
 
