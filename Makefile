@@ -1,10 +1,12 @@
 # hollowscale: the two commands a fresh machine needs are `make scale-test` and `make test`.
 # Each installs only what it needs: `make scale-test` the core (no PyTorch, no real-node packages)
 # plus what its SCENARIO asks for, `make test` everything the suite needs (extras dev and distill,
-# real nodes, Kueue); see scripts/setup.sh. Prerequisite: Go >= 1.26 (https://go.dev/dl).
+# real nodes, Kueue); see scripts/setup.sh. Prerequisites: Debian 12 and Python >= 3.11; setup uses a
+# Go >= 1.26 from PATH or fetches the pinned one into hollowscale's cache (hollowscale/gotoolchain.py).
 SHELL := /bin/bash
-# Go may live outside a non-login PATH (CI); the Go build needs it.
-export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
+# Go may live outside a non-login PATH (CI), or be the toolchain setup fetched into the cache; the Go build needs it.
+GO_FETCHED_BIN := $(shell python3 -m hollowscale.gotoolchain --bin-dir 2>/dev/null)
+export PATH := $(PATH):/usr/local/go/bin$(if $(GO_FETCHED_BIN),:$(GO_FETCHED_BIN)):$(HOME)/go/bin
 VENV := .venv
 PY := $(VENV)/bin/python
 HS := $(VENV)/bin/hollowscale

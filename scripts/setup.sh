@@ -9,12 +9,15 @@
 #                           kubelet built beside the control plane (`cluster up --real-nodes N`); default 0
 #   KUEUE=1               + Kueue (`cluster up --kueue`); default 0
 #   CONTROL_PLANE=0       no control-plane binaries (the distillation bench alone runs no cluster)
+#   GO_ONLY=1             only the Go step: find a Go >= 1.26, else fetch the pinned one into the cache, say
+#                           which, and stop (tests/integration/test_go_toolchain.py)
 # Steps (a second run with the same settings checks and builds nothing: seconds):
 #   1. Debian packages the settings need (installed with apt only when missing)
 #   2. the virtual environment with hollowscale[EXTRAS] (reinstalled only when pyproject.toml changes
 #      or extras not installed yet are asked for; one stamp per pyproject.toml hash and extras set)
 #   3. the control-plane binaries, built with Go >= 1.26 from the Go module proxy and cached outside
-#      the repo
+#      the repo; a machine without that Go gets the pinned toolchain from the same proxy, into the same
+#      cache (checked first, before the venv: hollowscale/gotoolchain.py)
 # Real nodes and Kueue run only as root; a user who is not root gets one note saying so, and a
 # SCENARIO that needs root stops here.
 set -euo pipefail
@@ -25,8 +28,8 @@ CONTROL_PLANE="${CONTROL_PLANE:-1}"
 KUEUE="${KUEUE:-0}"
 REAL_NODES="${REAL_NODES:-0}"
 SCENARIO="${SCENARIO:-}"
+GO_ONLY="${GO_ONLY:-0}"
 PYTHON="${PYTHON:-python3}"
-GO_MIN_MINOR=26  # Go 1.26: k8s.io/kubernetes v1.36's go.mod (hollowscale.cluster.binaries.GO_MIN)
 STEP=0
 step() { STEP=$((STEP + 1)); printf '\033[1m[setup %s/%s]\033[0m %s\n' "$STEP" "$TOTAL" "$1"; }
 die() { printf 'error: %s\n' "$1" >&2; exit 1; }
@@ -67,26 +70,23 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The Go toolchain the build uses: the first of PATH's go and /usr/local/go/bin/go (go.dev's install
-# dir, which a non-login PATH may lack) that is >= 1.26; put first on PATH for `hollowscale setup`.
+# The Go toolchain the build uses (hollowscale/gotoolchain.py, run with this Python before the venv exists:
+# standard library only): the first of PATH's go and /usr/local/go/bin/go (go.dev's install dir, which a
+# non-login PATH may lack; $HOLLOWSCALE_GO_SEARCH replaces that list) that is >= 1.26; else the pinned
+# golang.org/toolchain fetched earlier into the cache; else fetched now through the Go module proxy (GOPROXY),
+# checked against the SHA-256 in hollowscale/versions.py. Put first on PATH for `hollowscale setup`; the
+# fetched one runs as itself (GOTOOLCHAIN=local, no GOROOT of another Go).
 check_go() {
-  local cand version major minor found=()
-  for cand in "$(command -v go || true)" /usr/local/go/bin/go; do
-    [ -n "$cand" ] && [ -x "$cand" ] || continue
-    version="$(GOTOOLCHAIN=local "$cand" version 2>/dev/null | grep -o 'go[0-9][0-9.]*' | head -1 || true)"
-    IFS=. read -r major minor _ <<<"${version#go}."
-    if [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] && ((major > 1 || (major == 1 && minor >= GO_MIN_MINOR))); then
-      export PATH="$(dirname "$cand"):$PATH"
-      echo "Go toolchain: $version at $cand (>= 1.$GO_MIN_MINOR needed)"
-      return
-    fi
-    found+=("${version:-a go of unknown version} at $cand")
-  done
-  local hint="install Go >= 1.$GO_MIN_MINOR from https://go.dev/dl (distribution packages are often older) and put it on PATH (export PATH=/usr/local/go/bin:\$PATH), then rerun"
-  if ((${#found[@]} == 0)); then
-    die "the control-plane build needs Go >= 1.$GO_MIN_MINOR, and there is no go on PATH nor at /usr/local/go/bin/go: $hint"
+  local out go origin
+  command -v "$PYTHON" >/dev/null || die "no Python interpreter at '$PYTHON' (set PYTHON to a python3 >= 3.11)"
+  out="$("$PYTHON" -m hollowscale.gotoolchain)" || exit 1
+  { read -r go; read -r origin; } <<<"$out"
+  [ -x "$go" ] || die "hollowscale.gotoolchain answered '$out', not a go command"
+  export PATH="${go%/*}:$PATH"
+  if [ "$origin" != found ]; then
+    export GOTOOLCHAIN=local
+    unset GOROOT
   fi
-  die "the control-plane build needs Go >= 1.$GO_MIN_MINOR, and found only ${found[*]}: $hint"
 }
 
 # `python -m venv` needs ensurepip, which Debian's python3.X ships in its own package python3.X-venv;
@@ -156,9 +156,10 @@ TOTAL=$([ "$CONTROL_PLANE" = 0 ] && echo 2 || echo 3)
 if ! is_root; then
   echo "note: running as $(id -un), not root: real nodes and Kueue need root (containerd, runc and the kubelet make mounts, network namespaces and a bridge; Kueue runs in a private mount namespace), so the tests marked 'root' and scenarios with real_nodes, kueue or distill_jobs run only as root; without root, \`make scale-test\` (scenarios/default.yaml) and \`make unit\` work."
 fi
-if [ "$CONTROL_PLANE" != 0 ]; then
+if [ "$CONTROL_PLANE" != 0 ] || [ "$GO_ONLY" = 1 ]; then
   check_go  # before minutes of pip: the build at the end needs it
 fi
+[ "$GO_ONLY" = 1 ] && exit 0
 
 if [ -n "$SCENARIO" ]; then
   step "what $SCENARIO needs (read with the core .venv)"
