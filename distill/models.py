@@ -8,6 +8,7 @@ can forget the normalisation.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,6 +19,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from distill.data import NUM_CLASSES
+
+
+def keep_torch_caches_out_of_tmp() -> str | None:
+    """Point PyTorch's compile cache (``$TORCHINDUCTOR_CACHE_DIR``) at hollowscale's cache folder
+    (``$HOLLOWSCALE_CACHE/distill/torchinductor``, default under ``~/.cache/hollowscale``), unless the
+    user chose one; the folder set, or None.
+
+    Why: nothing here compiles, but importing ``torch._dynamo`` (every optimizer step does) makes the
+    cache folder, by default ``<temp folder>/torchinductor_<user>``: each training left it in /tmp.  The
+    variable is read when that folder is made, so this runs at this module's import, before any step.
+    Where that folder cannot be made (a read-only home), torch's default stays.
+    """
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return None
+    base = os.environ.get("HOLLOWSCALE_CACHE") or str(Path.home() / ".cache" / "hollowscale")
+    folder = Path(base) / "distill" / "torchinductor"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
+    return str(folder)
+
+
+keep_torch_caches_out_of_tmp()
 
 # Fashion-MNIST pixel statistics (0..255 scale), computed once from the training set.
 PIXEL_MEAN = 72.94

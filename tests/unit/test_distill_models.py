@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from distill.models import (
     NetConfig,
     distillation_loss,
     evaluate,
+    keep_torch_caches_out_of_tmp,
     load_checkpoint,
     save_checkpoint,
 )
@@ -93,3 +95,17 @@ def test_student_learns_from_a_teacher_on_generated_data() -> None:
             loss.backward()
             sopt.step()
     assert evaluate(student, ds.test_x, ds.test_y) > 0.8
+
+
+def test_torch_compile_cache_goes_to_hollowscales_cache_not_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing torch._dynamo (every optimizer step) makes the compile cache folder: not in /tmp."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOLLOWSCALE_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "distill" / "torchinductor"
+    assert keep_torch_caches_out_of_tmp() == str(folder) and folder.is_dir()
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "users-choice"))
+    assert keep_torch_caches_out_of_tmp() is None
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    assert cache_dir() == str(tmp_path / "users-choice")  # what torch itself makes and uses
