@@ -1,6 +1,9 @@
 """Look at a report in headless Chromium: screenshot, plot count, console errors (DevTools protocol).
 
-Chromium is started with the flags of a sandboxed CI box and a throw-away profile; the page is
+Chromium is started with the flags of a sandboxed CI box and a throw-away profile; everything it
+writes goes inside that profile (its temp folder ``.org.chromium.Chromium.*``, crash database, dconf
+and NSS files: ``TMPDIR``, ``HOME`` and the XDG folders point there), and the profile is removed once
+every Chromium process is gone, or the check fails naming what stayed; the page is
 loaded from ``file://``; every ``console.error``/``console.warn``, uncaught exception and failed
 resource load is collected; the number of ``figure.plot svg`` elements is read from the DOM; a
 full-page PNG is written.  A test helper (``python tests/browser.py reports/latest/report.html``
@@ -10,6 +13,7 @@ looks at a report by hand).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -52,17 +56,81 @@ def check_page(html_path: Path, screenshot: Path, timeout_s: float = 60.0) -> Pa
     if binary is None:
         raise RuntimeError("chromium not found: apt-get install -y chromium")
     # the throw-away profile goes whatever happens, a Chromium that never started included
-    with tempfile.TemporaryDirectory(prefix="hollowscale-chromium-", ignore_cleanup_errors=True) as profile:
-        return _check_with_profile(binary, profile, html_path, screenshot, timeout_s)
+    profile = tempfile.mkdtemp(prefix="hs-chromium-")  # short: Chromium's singleton socket goes in it
+    try:
+        result = _check_with_profile(binary, profile, html_path, screenshot, timeout_s)
+    except BaseException:
+        remove_profile(Path(profile))  # what stayed is not reported: the check's own error comes first
+        raise
+    left = remove_profile(Path(profile))
+    if left:
+        raise RuntimeError(f"the Chromium profile {profile} could not be removed: {'; '.join(left[:5])}")
+    return result
+
+
+def chromium_env(profile: Path) -> dict[str, str]:
+    """Chromium's environment: its temp folder, home and XDG folders inside ``profile`` (made here), so
+    that what it writes besides ``--user-data-dir`` (``.org.chromium.Chromium.*`` in the temp folder, the
+    crash database under ``~/.config/chromium``, dconf's and NSS's files) is removed with the profile."""
+    env = dict(os.environ)
+    # "t": Chromium's singleton socket is <TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, and a
+    # unix socket path may not pass 107 bytes (it exits at once, "Socket path too long")
+    for var, sub in (("TMPDIR", "t"), ("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
+                     ("XDG_DATA_HOME", "data")):
+        (profile / sub).mkdir(exist_ok=True)
+        env[var] = str(profile / sub)
+    return env
+
+
+def remove_profile(profile: Path) -> list[str]:
+    """Remove ``profile`` (a folder :func:`check_page` made); what could not be removed, one line each."""
+    left: list[str] = []
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(profile, onexc=lambda _f, path, exc: left.append(f"{path}: {exc}"))
+    else:
+        shutil.rmtree(profile, onerror=lambda _f, path, info: left.append(f"{path}: {info[1]}"))
+    if profile.exists() and not left:
+        left.append(f"{profile}: still there")
+    return left
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie does not: it writes nothing)."""
+    import psutil
+
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
+def stop_chromium(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM Chromium's process group and wait until none of its processes runs (its renderer, GPU and
+    crash handler processes outlive the browser process by a moment, writing into the profile), SIGKILL
+    after ``grace_s``."""
+    pgid = proc.pid  # start_new_session: the group is the browser's pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_running(pgid):
+                return
+            time.sleep(0.1)
+    proc.wait(timeout=grace_s)
 
 
 def _check_with_profile(binary: str, profile: str, html_path: Path, screenshot: Path, timeout_s: float) -> PageCheck:
     import websocket
 
+    env = chromium_env(Path(profile))
     log = open(Path(profile) / "chromium.log", "wb")  # noqa: SIM115
     try:
         proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     except BaseException:
         log.close()
         raise
@@ -113,11 +181,7 @@ def _check_with_profile(binary: str, profile: str, html_path: Path, screenshot: 
         screenshot.write_bytes(base64.b64decode(shot["data"]))
         ws.close()
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_chromium(proc)
         log.close()
     result = PageCheck(plots=int(plots), svg_elements=int(svgs), screenshot=screenshot, title=str(title))
     for e in events:
