@@ -386,7 +386,16 @@ DEFAULT_SLOS: tuple[SloSpec, ...] = (
 
 
 class ScenarioFile(Spec):
-    """The scenario YAML as written (see ``scenarios/*.yaml``); :class:`Scenario` is what a run uses."""
+    """The scenario YAML as written (see ``scenarios/*.yaml``); :class:`Scenario` is what a run uses.
+
+    Attributes:
+        name: the scenario's name: the end of each run's id (``<date>-<time>-<name>``, its report folder).
+        description: one line for people, copied into ``summary.json``.
+        slo_defaults: add the Kubernetes SLOs (:data:`DEFAULT_SLOS`: API latency p99 per kind of call, pod
+            startup p99 <= 5 s); an SLO of ``slos`` with the same name replaces its default.
+        timeout_s: the whole run's limit (settling stops there); default: load duration +
+            ``measurements.settle_timeout_s`` + ``agents.ready_timeout_s`` + 2 minutes.
+    """
 
     name: DnsLabel
     description: StrictStr = ""
