@@ -2,7 +2,7 @@
 # make test / make test-e2e: the suite in timed phases, so every change sees what it costs.
 #   TIER=ci  (make test, what .ci/run runs):   setup, lint, unit, integration
 #   TIER=e2e (make test-e2e):                  setup, e2e (the long end-to-end scenarios)
-# The budget (README "Tests"): .ci/run <= 30 minutes on a machine whose caches `make setup-test` filled.
+# The budget (docs/tests.md): .ci/run <= 30 minutes on a machine whose caches `make setup-test` filled.
 # Each phase's wall time is printed as it ends and all of them again at the end, failed run or not.
 # PYTEST_ARGS is passed to every pytest phase.
 set -uo pipefail

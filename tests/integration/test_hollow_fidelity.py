@@ -7,8 +7,8 @@ container spec runs on each node, pinned by node selector and toleration; the ho
 the ``hollowscale.io/*`` annotations that tell the agent what the container would do (the kubelet
 ignores them).  One raw watch of the namespace records every status each pod goes through, and
 :func:`hollow.fidelity.compare` compares the two timelines: field set, conditions (type, status,
-reason), container state shape, order of transitions.  The only differences allowed are the README's
-"Hollow-node fidelity: what is deliberately left out" table, read from the README itself.
+reason), container state shape, order of transitions.  The only differences allowed are the table
+"Hollow-node fidelity: what is deliberately left out" of docs/hollow-fidelity.md, read from that page itself.
 
 ``HOLLOW_RECORD_FIDELITY=1`` also writes the recorded timelines to ``tests/fixtures/hollow/fidelity/``
 (the offline test tests/unit/test_hollow_fidelity_recorded.py replays the real node's against the
@@ -247,7 +247,7 @@ def recorded(sides: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]
 @pytest.mark.parametrize("case", [c.name for c in CASES])
 def test_hollow_status_matches_the_real_kubelet(recorded: dict[str, dict[str, list[dict[str, Any]]]],
                                                 case: str) -> None:
-    left_out = left_out_paths((ROOT / "README.md").read_text())
+    left_out = left_out_paths((ROOT / "docs" / "hollow-fidelity.md").read_text())
     real, hollow = recorded[case]["real"], recorded[case]["hollow"]
     result = compare(real, hollow, left_out)
     assert result.ok, f"{case}: hollow differs from the real kubelet:\n{result.describe()}"

@@ -5,7 +5,7 @@ the pod as the apiserver admitted it (metadata and spec) and every status the re
 ``HOLLOW_RECORD_FIDELITY=1``; nothing in them is written by hand).  Here the pod controller runs the
 same pod on a fake clock; each status patch it sends is applied to the pod as the apiserver would
 (strategic merge: conditions by type, other lists replaced, null deletes), and the resulting timeline
-is compared with the real one by :func:`hollow.fidelity.compare`, with the README's allow-list.  So a
+is compared with the real one by :func:`hollow.fidelity.compare`, with the allow-list of docs/hollow-fidelity.md.  So a
 change to the agent's status code that loses fidelity fails here without a cluster.
 """
 
@@ -123,7 +123,7 @@ async def _hollow_timeline(doc: dict[str, Any]) -> list[dict[str, Any]]:
 async def test_current_hollow_code_matches_the_recorded_kubelet(path: Path) -> None:
     doc = json.loads(path.read_text())
     hollow = await _hollow_timeline(doc)
-    result = compare(doc["real"], hollow, left_out_paths((ROOT / "README.md").read_text()))
+    result = compare(doc["real"], hollow, left_out_paths((ROOT / "docs" / "hollow-fidelity.md").read_text()))
     assert result.ok, f"{path.stem}: hollow differs from the recorded kubelet:\n{result.describe()}"
 
 

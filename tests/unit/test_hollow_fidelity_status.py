@@ -196,7 +196,7 @@ def test_pod_level_resources_follow_the_sidecar_formula() -> None:
 def test_bytes_per_write_stay_within_budget() -> None:
     """The reference pod (one container, cpu + GPU, the service-account mount): bytes per status write.
 
-    The figures in the README's fidelity subsection are these; a change that grows a write fails here
+    The figures in docs/hollow-fidelity.md are these; a change that grows a write fails here
     (update both after measuring).  Before the fidelity fields (commit b3c0131) the same pod's writes
     were Running 930, Succeeded 891, Failed 884 bytes.
     """
