@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_kubeconfig_keys import _embedded_kubeconfig, _pair
+from kubeconfigs import cert_and_key, embedded_kubeconfig
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +40,8 @@ def _killed_after_loading(kubeconfig: Path, temp: Path, load: str) -> list[str]:
 
 
 def test_a_killed_process_leaves_no_key_and_the_clients_loader_would(tmp_path: Path) -> None:
-    cert, key = _pair()
-    kubeconfig = _embedded_kubeconfig(tmp_path, cert, key)
+    cert, key = cert_and_key()
+    kubeconfig = embedded_kubeconfig(tmp_path, cert, key)
     ours, clients = tmp_path / "ours", tmp_path / "clients"
     ours.mkdir()
     clients.mkdir()

@@ -3,8 +3,6 @@ official client's loader would write them there with ``mkstemp`` and remove them
 
 from __future__ import annotations
 
-import base64
-import datetime
 import re
 import stat
 import tempfile
@@ -12,42 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from kubeconfigs import cert_and_key, embedded_kubeconfig
 from kubernetes.config import kube_config
 
 from kubecore.config import client_configuration, in_memory, load_endpoint, shareable_file
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pair() -> tuple[bytes, bytes]:
-    """A real self-signed certificate and its EC private key (PEM): what an admin kubeconfig embeds."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
-
-
-def _embedded_kubeconfig(folder: Path, cert: bytes, key: bytes) -> Path:
-    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
-           "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443",
-                                                  "certificate-authority-data": b64(cert)}}],
-           "users": [{"name": "u", "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}},
-                     {"name": "other", "user": {"client-key-data": b64(b"not the active user's")}}],
-           "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}
-    path = folder / "kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    return path
 
 
 @pytest.fixture
@@ -60,28 +28,28 @@ def temp_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 
 def test_embedded_keys_are_in_memory_and_nothing_is_written(tmp_path: Path, temp_folder: Path) -> None:
-    cert, key = _pair()
+    cert, key = cert_and_key()
     client_files = dict(kube_config._temp_files)
-    ep = load_endpoint(_embedded_kubeconfig(tmp_path, cert, key))
+    ep = load_endpoint(embedded_kubeconfig(tmp_path, cert, key))
     assert all(in_memory(p) for p in (ep.ca_file, ep.cert_file, ep.key_file))
     assert Path(ep.key_file or "").read_bytes() == key and Path(ep.cert_file or "").read_bytes() == cert
     ep.ssl_context()  # OpenSSL reads the memory files as files: a real chain loads
     assert list(temp_folder.iterdir()) == [] and kube_config._temp_files == client_files
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig", "machine-tmp"]
-    again = load_endpoint(_embedded_kubeconfig(tmp_path, cert, key))
+    again = load_endpoint(embedded_kubeconfig(tmp_path, cert, key))
     assert again.key_file == ep.key_file  # one memory file per content, however often it is loaded
 
 
 def test_keys_dir_holds_the_files_private_and_named_by_content(tmp_path: Path, temp_folder: Path) -> None:
-    cert, key = _pair()
+    cert, key = cert_and_key()
     keys = tmp_path / "run" / "keys"
-    ep = load_endpoint(_embedded_kubeconfig(tmp_path, cert, key), keys_dir=keys)
+    ep = load_endpoint(embedded_kubeconfig(tmp_path, cert, key), keys_dir=keys)
     files = sorted(keys.iterdir())
     assert files == sorted(Path(p or "") for p in (ep.ca_file, ep.cert_file, ep.key_file))
     assert Path(ep.key_file or "").read_bytes() == key and Path(ep.ca_file or "").read_bytes() == cert
     assert sorted(p.name.split("-")[0] + p.suffix for p in files) == ["ca.crt", "client.crt", "client.key"]
     assert all(re.fullmatch(r"(ca|client)-[0-9a-f]{16}\.(crt|key)", p.name) for p in files)
-    load_endpoint(_embedded_kubeconfig(tmp_path, cert, key), keys_dir=keys)
+    load_endpoint(embedded_kubeconfig(tmp_path, cert, key), keys_dir=keys)
     assert sorted(keys.iterdir()) == files  # loaded again: the same files, no more
     assert stat.S_IMODE(keys.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
@@ -89,15 +57,15 @@ def test_keys_dir_holds_the_files_private_and_named_by_content(tmp_path: Path, t
 
 
 def test_client_configuration_for_the_generated_apis(tmp_path: Path, temp_folder: Path) -> None:
-    cert, key = _pair()
-    cfg = client_configuration(_embedded_kubeconfig(tmp_path, cert, key))
+    cert, key = cert_and_key()
+    cfg = client_configuration(embedded_kubeconfig(tmp_path, cert, key))
     assert cfg.host == "https://127.0.0.1:6443" and in_memory(cfg.key_file) and in_memory(cfg.ssl_ca_cert)
     assert list(temp_folder.iterdir()) == []
 
 
 def test_shareable_file_copies_only_memory_files(tmp_path: Path) -> None:
-    cert, key = _pair()
-    ep = load_endpoint(_embedded_kubeconfig(tmp_path, cert, key))
+    cert, key = cert_and_key()
+    ep = load_endpoint(embedded_kubeconfig(tmp_path, cert, key))
     out = shareable_file(ep.key_file, tmp_path / "prom", "client.key")
     assert out == str(tmp_path / "prom" / "client.key") and Path(out).read_bytes() == key
     assert stat.S_IMODE(Path(out).stat().st_mode) == 0o600
@@ -132,8 +100,8 @@ def test_nothing_but_kubecore_calls_the_clients_kubeconfig_loaders() -> None:
 def test_prometheus_gets_files_of_its_own_for_in_memory_keys_and_they_go_at_stop(tmp_path: Path) -> None:
     from hollowscale.measure.prom import PrometheusServer, Target, scrape_config
 
-    cert, key = _pair()
-    ep = load_endpoint(_embedded_kubeconfig(tmp_path, cert, key))
+    cert, key = cert_and_key()
+    ep = load_endpoint(embedded_kubeconfig(tmp_path, cert, key))
     plain = tmp_path / "token-ca.crt"
     targets = [Target("apiserver", "https", ["127.0.0.1:6443"], ca_file=ep.ca_file, cert_file=ep.cert_file,
                       key_file=ep.key_file),
