@@ -309,7 +309,7 @@ def shareable_file(path: str | None, folder: Path, name: str) -> str | None:
         return path
     assert path is not None
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    out = folder / name
+    out = (folder / name).absolute()  # another program resolves a relative path from elsewhere (Prometheus: its config's folder)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(Path(path).read_bytes())

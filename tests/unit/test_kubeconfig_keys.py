@@ -74,6 +74,18 @@ def test_shareable_file_copies_only_memory_files(tmp_path: Path) -> None:
     assert shareable_file(None, tmp_path / "prom", "x") is None
 
 
+def test_a_shareable_file_in_a_relative_folder_is_named_absolutely(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prometheus resolves a relative path in its config from the config's folder: a run folder given
+    relatively (``reports/<run>/prometheus``) once doubled into ``reports/<run>/prometheus/reports/...``
+    and no target of a kind cluster was scraped."""
+    cert, key = cert_and_key()
+    ep = load_endpoint(embedded_kubeconfig(tmp_path, cert, key))
+    monkeypatch.chdir(tmp_path)
+    out = shareable_file(ep.key_file, Path("run") / "prometheus" / "tls", "client.key")
+    assert out == str(tmp_path / "run" / "prometheus" / "tls" / "client.key") and Path(out).read_bytes() == key
+
+
 #: the client's loaders that write embedded keys into the temp folder; kubecore.config wraps them
 _CLIENT_LOADERS = re.compile(r"\b(load_kube_config|new_client_from_config|load_kube_config_from_dict|"
                              r"new_client_from_config_dict)\s*\(")
