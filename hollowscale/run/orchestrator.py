@@ -248,8 +248,10 @@ class Runner:
     def _settle(self) -> None:
         """Until every submitted workload object (and every feature's work) has finished, or a timeout."""
         assert self.collector is not None
-        deadline = time.monotonic() + self.sc.measurements.settle_timeout_s
-        overall = self.times.start + self.sc.timeout_s
+        settle_s = self.sc.measurements.settle_timeout_s
+        started = time.monotonic()
+        deadline = started + settle_s
+        overall = self.times.run_deadline(self.sc.timeout_s)
         while time.monotonic() < deadline and time.time() < overall:
             c = self.collector.timeline.counts()
             if c["jobs"] and c["jobs_done"] >= c["jobs"] and all(f.settled() for f in self.hooks.settle):
@@ -257,7 +259,14 @@ class Runner:
             self._sleep(1.0)
             self._progress_tick()
         c = self.collector.timeline.counts()
-        self.errors.append(f"settle timeout: {c['jobs'] - c['jobs_done']} of {c['jobs']} workload objects unfinished")
+        left = f"{c['jobs'] - c['jobs_done']} of {c['jobs']} workload objects unfinished"
+        waited = time.monotonic() - started
+        if waited >= settle_s:
+            self.errors.append(f"settle timeout: {left} {settle_s:g} s after the load ended "
+                               f"(measurements.settle_timeout_s)")
+        else:  # the scenario's own limit came first: say so, the settle window was not what ran out
+            self.errors.append(f"settle cut short: {left} when the scenario's timeout_s ({self.sc.timeout_s:g} s "
+                               f"from the cluster's readiness) ran out {waited:.0f} s into the settle")
 
     # ------------------------------------------------------------------------------------ gather
     def _gather(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
@@ -333,6 +342,7 @@ class Runner:
             try:
                 self._phase("cluster")
                 access = self._cluster()
+                self.times.cluster_ready = time.time()
                 self._phase("agents")
                 placement = self._agents(access)
                 self._phase("ready-barrier")

@@ -393,7 +393,9 @@ class ScenarioFile(Spec):
         description: one line for people, copied into ``summary.json``.
         slo_defaults: add the Kubernetes SLOs (:data:`DEFAULT_SLOS`: API latency p99 per kind of call, pod
             startup p99 <= 5 s); an SLO of ``slos`` with the same name replaces its default.
-        timeout_s: the whole run's limit (settling stops there); default: load duration +
+        timeout_s: the run's limit, counted from the moment its cluster is up (making the cluster, and a
+            first kind run's node-image build, are not counted: they take minutes on a fresh machine and
+            measure nothing); settling stops there; default: load duration +
             ``measurements.settle_timeout_s`` + ``agents.ready_timeout_s`` + 2 minutes.
     """
 
