@@ -29,6 +29,7 @@ import pytest
 import rootcheck
 import seeding
 import sessionguard
+import tmpguard
 
 from hollowscale.cluster import clusterdir
 from hollowscale.cluster.binaries import binaries
@@ -39,9 +40,11 @@ ARTIFACTS = Path(__file__).parent / ".artifacts"
 
 def pytest_configure(config: pytest.Config) -> None:
     """Mark this session's processes before any test starts one (see sessionguard); fix the session's
-    random seed (see seeding) before pytest-xdist starts its workers, which inherit it."""
+    random seed (see seeding) before pytest-xdist starts its workers, which inherit it; list the temp
+    folders and give the session one of its own (see tmpguard)."""
     sessionguard.mark_session()
     seeding.session_seed()
+    tmpguard.start(config)
     seeding.configure_hypothesis()
 
 
@@ -108,8 +111,10 @@ def _unit_tests_start_no_process(request: pytest.FixtureRequest) -> Iterator[Non
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if any process this session started is still running (ended first, then named)."""
+    """Fail the run if any process this session started is still running (ended first, then named), or if
+    it left files or folders in the temp folders (named, keys first; see tmpguard)."""
     sessionguard.fail_on_leftovers(session)
+    tmpguard.finish(session)
 
 
 @pytest.fixture(scope="session")
