@@ -300,10 +300,10 @@ class Bench:
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "duration_s": round(duration_s, 1),
             "pinning": self.pinning,
-            "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.s).items()},
+            "settings": {k: (shown_path(v) if isinstance(v, Path) else v) for k, v in asdict(self.s).items()},
             "teacher_exit_codes": teacher_rows.get("exit_codes"),
             "teacher": {
-                "checkpoint": str(self.checkpoint),
+                "checkpoint": shown_path(self.checkpoint),
                 **{k: self.teacher_meta.get(k) for k in ("test_accuracy", "torch_version")},
             },
             "rows": rows,
@@ -755,6 +755,19 @@ def plot(summary: dict[str, Any], path: Path, kill_runs_dir: Path | None = None)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as the summary shows it (``make bench-distill`` commits it as reports/bench/distill.json, and a
+    committed file names no machine's folders): relative to the working folder (the repository) when
+    inside it, ``~/...`` in the home folder, else the last component (a run folder's name)."""
+    full = Path(path).expanduser()
+    if not full.is_absolute():
+        return str(path)
+    for base, shown in ((Path.cwd(), "{}"), (Path.home(), "~/{}")):
+        if full.is_relative_to(base):
+            return shown.format(full.relative_to(base))
+    return full.name
 
 
 def write_reports(summary: dict[str, Any], out: Path) -> None:

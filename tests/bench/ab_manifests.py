@@ -23,6 +23,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from portable import portable  # noqa: E402
 
 #: runs inside a subprocess whose sys.path starts with the tree under test
 PROBE = r"""
@@ -81,6 +84,7 @@ def main() -> None:
     per["ratio_after_before"] = {"cpu_median": round(per["after"]["cpu_us_per_instance_median"]
                                                      / per["before"]["cpu_us_per_instance_median"], 3)}
     result["figures"] = per
+    result = portable(result)  # the trees' folders (--before) relative to the repo or the temp folder
     out = ROOT / "reports" / "bench" / "ab-manifests"
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     md = [f"# Load generator hot path, before vs after ({result['date']})", "",

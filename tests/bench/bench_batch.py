@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 
 from hollowscale.measure.attribution import bound_first  # noqa: E402
 from hollowscale.plan.points import point_attribution  # noqa: E402
@@ -319,8 +320,9 @@ def main() -> int:
     stem = "batch-variants" if wanted else "batch"  # the two modes' files side by side, neither overwrites the other
 
     def save() -> None:  # after each search: an interrupted bench keeps what it measured
-        (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (args.out / f"{stem}.md").write_text(markdown(doc))
+        shown = portable(doc)  # run folders relative to the repo: no machine path in a committed file
+        (args.out / f"{stem}.json").write_text(json.dumps(shown, indent=2) + "\n")
+        (args.out / f"{stem}.md").write_text(markdown(shown))
 
     for v in VARIANTS:
         if v["name"] in wanted:

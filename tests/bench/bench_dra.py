@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apiserver_profile import Row, focus_cpu  # noqa: E402
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 
 from hollow.api import ApiClient, ApiSettings  # noqa: E402
 from hollow.dra import GPU_CLASS, GpuSpec, device_classes  # noqa: E402
@@ -825,9 +826,10 @@ def merge_earlier(doc: dict[str, Any], earlier_path: Path, args: argparse.Namesp
 
 def write(doc: dict[str, Any], out: Path) -> None:
     summarize(doc)
+    shown = portable(doc)  # profile files relative to the repo: no machine path in a committed file
     out.mkdir(parents=True, exist_ok=True)
-    (out / "dra.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out / "dra.md").write_text(markdown(doc))
+    (out / "dra.json").write_text(json.dumps(shown, indent=2) + "\n")
+    (out / "dra.md").write_text(markdown(shown))
 
 
 def main() -> int:
@@ -855,6 +857,7 @@ def main() -> int:
     if args.render:
         doc = json.loads(args.render.read_text())
         summarize(doc)  # the summary's reading of the figures may have grown since they were measured
+        doc = portable(doc)
         args.render.write_text(json.dumps(doc, indent=2) + "\n")
         args.render.with_suffix(".md").write_text(markdown(doc))
         return 0

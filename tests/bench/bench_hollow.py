@@ -72,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apiserver_profile import UPDATE_ROWS, summarise  # noqa: E402
 from apiserver_profile import cum_shares as pprof_cum_shares  # noqa: E402, F401  (the unit tests read it here)
+from portable import portable  # noqa: E402
 
 from hollow.api import ApiClient, ApiSettings  # noqa: E402
 from hollow.clock import parse_rfc3339  # noqa: E402
@@ -1189,8 +1190,8 @@ def merge_profiles(runs: list[dict[str, Any]]) -> dict[str, Any]:
         stacks: collections.Counter[tuple[str, ...]] = collections.Counter()
         files = [r["profiles"][phase] for r in runs if r["engine"] == "hollow" and phase in (r.get("profiles") or {})]
         for f in files:
-            with contextlib.suppress(OSError):
-                stacks.update(parse_raw_profile(Path(f).read_text()))
+            with contextlib.suppress(OSError):  # a path relative to the repo (as reports hold it) or absolute
+                stacks.update(parse_raw_profile((ROOT / f).read_text()))
         if stacks:
             phases[phase] = {"runs": len(files), **summarise_profile(stacks)}
     return phases
@@ -1481,10 +1482,11 @@ def render(path: Path, notes: list[str]) -> None:
     doc = upgrade_doc(json.loads(path.read_text()))
     doc["manual_notes"] = list(doc.get("manual_notes", [])) + list(notes)
     files = [f for r in doc["runs"] for f in (r.get("profiles") or {}).values()]
-    if files and all(Path(f).exists() for f in files):  # py-spy's raw files still there: summarise afresh
+    if files and all((ROOT / f).exists() for f in files):  # py-spy's raw files still there: summarise afresh
         doc["profile"]["phases"] = merge_profiles(doc["runs"])
     finish_doc(doc)
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    doc = portable(json.loads(json.dumps(doc, default=str)))  # no machine path in a committed file
+    path.write_text(json.dumps(doc, indent=1) + "\n")
     write_md(doc, path.with_suffix(".md"))
     log(f"re-rendered {path} and {path.with_suffix('.md')}")
 
@@ -1525,7 +1527,8 @@ def bench(args: argparse.Namespace) -> None:
     finish_doc(doc)
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
-    (outdir / f"{args.name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    doc = portable(json.loads(json.dumps(doc, default=str)))  # paths relative to the repo, ~ or the temp folder
+    (outdir / f"{args.name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     write_md(doc, outdir / f"{args.name}.md")
     log(f"wrote {outdir / (args.name + '.json')} and .md")
 

@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO / "tests" / "bench"))
 sys.path.insert(0, str(REPO))
 
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 
 from hollowscale.plan.bisect import Knee, within_one_step  # noqa: E402
 
@@ -206,6 +207,7 @@ def write(dirs: list[Path]) -> None:
         "projections": projections,
     }
     out = REPO / "reports" / "bench"
+    doc = portable(doc)  # the plans' and clusters' folders relative to the repo or the temp folder
     (out / "plan-small.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "plan-small.md").write_text(markdown(doc))
     print(f"wrote {out / 'plan-small.json'} and .md")

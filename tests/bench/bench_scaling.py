@@ -69,6 +69,7 @@ from bench_hollow import (  # noqa: E402
     wait_for,
 )
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 from scaling_fit import AgentCost, Fit, linear_fit, nodes_until, quantile, size_agents  # noqa: E402
 
 from hollow.api import ApiClient, ApiSettings  # noqa: E402
@@ -1127,6 +1128,7 @@ def main() -> None:
             doc["raw"]["supplement"] = {k: sup[k] for k in ("date", "command", "wall_s", "params", "machine")} | {
                 "raw": {"growth": sup["raw"]["growth"], "idle": sup["raw"]["idle"]}}
         finish(doc)
+        doc = portable(doc)  # no machine path in a committed file
         path.write_text(json.dumps(doc, indent=1) + "\n")
         write_md(doc, path.with_suffix(".md"))
         log(f"re-rendered {path} and .md")
@@ -1153,8 +1155,10 @@ def main() -> None:
            "params": {k: v for k, v in vars(args).items() if k not in ("render", "note")},
            "raw": raw, "manual_notes": args.note}
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1) + "\n")  # raw first: a failed derive keeps it
+    # paths (--dir, --out, the command) relative to the repo, ~ or the temp folder: no machine path committed
+    (out / f"{args.name}.json").write_text(json.dumps(portable(doc), indent=1) + "\n")  # raw first: a failed derive keeps it
     finish(doc)
+    doc = portable(doc)
     (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     write_md(doc, out / f"{args.name}.md")
     log(f"wrote {out / (args.name + '.json')} and .md")

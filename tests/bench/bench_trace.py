@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "trace-alibaba-2023.yaml"
 #: arrived-demand points (percent of the GPU capacity) the curves are reported at
@@ -217,7 +218,7 @@ def earlier_replays(out_json: Path, variants: set[str], seeds: list[int]) -> lis
         return []
     kept: list[dict[str, Any]] = []
     for r in json.loads(out_json.read_text()).get("replays", []):
-        summary_file = Path(r["run_dir"]) / "summary.json"
+        summary_file = ROOT / r["run_dir"] / "summary.json"  # run_dir: relative to the repo (or absolute, older files)
         if r["variant"] not in variants or r["seed"] not in seeds or r["exit_code"] == 130 \
                 or not summary_file.is_file():
             continue
@@ -280,8 +281,9 @@ def main() -> int:
 
     def save() -> None:
         doc["wall_s"] = round(prior_wall + time.time() - t0, 1)
-        (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
-        (args.out / f"{stem}.md").write_text(markdown(doc))
+        shown = portable(json.loads(json.dumps(doc, default=str)))  # run folders relative to the repo
+        (args.out / f"{stem}.json").write_text(json.dumps(shown, indent=2) + "\n")
+        (args.out / f"{stem}.md").write_text(markdown(shown))
 
     done: dict[str, list[dict[str, Any]]] = {v.name: [] for v in ts.file.variants}
     prior_wall = 0.0

@@ -14,11 +14,15 @@ import argparse
 import datetime as dt
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "reports" / "bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from portable import portable  # noqa: E402
 
 #: (file, label, path into the JSON, unit, better: "lower" | "higher")
 FIGURES: list[tuple[str, str, str, str, str]] = [
@@ -138,8 +142,10 @@ def main() -> None:
     reruns = {k: json.loads(Path(v).read_text()) for k, v in (r.split("=", 1) for r in args.rerun)}
     table, meta = rows(args.before, reruns)
     doc = {"name": args.name, "before_rev": args.before, "written": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-           "command": " ".join(["python", "tests/bench/beside.py", *__import__("sys").argv[1:]]),
+           "command": " ".join(["python", "tests/bench/beside.py", *sys.argv[1:]]),
            "notes": args.note, "figures": table, "runs": meta}
+    doc = portable(doc)  # the reruns' files and commands without this machine's folders
+    table, meta = doc["figures"], doc["runs"]
     (BENCH / f"beside-{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
     md = render(args.name, args.before, table, meta)
     if args.note:

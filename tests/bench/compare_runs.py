@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_facts  # noqa: E402
+from portable import portable  # noqa: E402
 
 #: (dotted path in summary.json, kind) - kind "outcome" must agree within the arrival's randomness
 FIGURES: tuple[tuple[str, str], ...] = (
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
            "command": shlex.join(["python", "tests/bench/compare_runs.py", *(sys.argv[1:] if argv is None else argv)])}
     out = ROOT / "reports" / "bench"
     out.mkdir(parents=True, exist_ok=True)
+    doc = portable(doc)  # the runs' folders relative to the repo or the temp folder: no machine path committed
     (out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / f"{args.name}.md").write_text(render(doc))
     print(f"wrote {out / (args.name + '.json')} and .md")
