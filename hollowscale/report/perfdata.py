@@ -184,17 +184,34 @@ def perfdata_docs(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return docs
 
 
+#: the names :func:`write_perfdata` wrote last, one a line, in the PerfData folder (perfdash reads only
+#: ``<prefix>_<test>...json`` files)
+WRITTEN = ".written"
+
+
+def _written(out: Path) -> list[str] | None:
+    """The file names the last :func:`write_perfdata` into ``out`` recorded; None when it recorded none."""
+    try:
+        return [n for n in (out / WRITTEN).read_text().splitlines() if n and "/" not in n and n != WRITTEN]
+    except OSError:
+        return None
+
+
 def write_perfdata(run_dir: Path, summary: dict[str, Any]) -> list[Path]:
     """Write every figure of ``summary`` as PerfData JSON into ``run_dir/perfdata/``; the paths written.
 
-    The folder is rewritten whole, so a report written twice (a re-render) leaves no stale files.
+    A report written twice (a re-render) leaves no stale files: the files the last write recorded in
+    :data:`WRITTEN` are removed first, exactly those (the names carry the run's start time, so a new
+    write may not overwrite them); nothing else in the folder is touched.
     """
     out = Path(run_dir) / SUBDIR
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.json"):
-        old.unlink()
+    for name in _written(out) or ():
+        (out / name).unlink(missing_ok=True)
+    docs = perfdata_docs(summary)
+    (out / WRITTEN).write_text("".join(f"{name}\n" for name in docs))  # before the files: a crash leaves none unlisted
     paths = []
-    for name, doc in perfdata_docs(summary).items():
+    for name, doc in docs.items():
         path = out / name
         path.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
         paths.append(path)
@@ -205,7 +222,9 @@ def read_perfdata(folder: Path) -> dict[str, float]:
     """The flat ``{dotted summary path: value}`` a PerfData folder written by :func:`write_perfdata` holds."""
     out: dict[str, float] = {}
     startup_of = {v: k for k, v in POD_STARTUP_METRICS.items()}
-    for path in sorted(Path(folder).glob("*.json")):
+    written = _written(Path(folder))  # a folder written before the record was kept: its JSON files
+    files = sorted(Path(folder) / n for n in written) if written is not None else sorted(Path(folder).glob("*.json"))
+    for path in files:
         doc = json.loads(path.read_text())
         for item in doc["dataItems"]:
             labels, data = item.get("labels") or {}, item["data"]

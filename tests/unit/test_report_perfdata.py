@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,23 @@ def test_rewrite_leaves_no_stale_files(tmp_path: Path) -> None:
     s["started_at"] = "2026-12-02T00:00:00Z"
     write_perfdata(tmp_path, s)
     assert all("20261202T000000Z" in n for n in load(tmp_path / "perfdata"))
+
+
+def test_rewrite_removes_only_the_files_the_last_write_made(tmp_path: Path) -> None:
+    first = write_perfdata(tmp_path, summary())
+    theirs = tmp_path / "perfdata" / "someone-elses.json"
+    theirs.write_text("{}")  # not written by write_perfdata: never removed, never read as PerfData
+    s = summary()
+    s["started_at"] = "2026-12-02T00:00:00Z"
+    second = write_perfdata(tmp_path, s)
+    assert not any(p.exists() for p in first) and all(p.exists() for p in second) and theirs.exists()
+    assert read_perfdata(tmp_path / "perfdata") == read_perfdata_of(second)
+
+
+def read_perfdata_of(paths: list[Path]) -> dict[str, float]:
+    """What read_perfdata reads from a folder holding only ``paths``."""
+    folder = paths[0].parent.parent / "only"
+    folder.mkdir()
+    for p in paths:
+        shutil.copy(p, folder / p.name)
+    return read_perfdata(folder)
