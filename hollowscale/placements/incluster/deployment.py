@@ -192,7 +192,8 @@ class InClusterDeployment:
             delete_nodes_on_exit=self.sc.agents.delete_nodes_on_exit)
         s = self.settings
         self.dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="hs-incluster-") as scratch:
+        # the kustomizations hold the target's tokens and CA: in the run's own folder, not the temp folder
+        with tempfile.TemporaryDirectory(prefix=".kustomize-", dir=self.dir) as scratch:
             target_docs = place_target_objects(kustomize(write_target_kustomization(Path(scratch) / "target", s)), s)
             self.log(f"in-cluster: creating {len(target_docs)} target object(s) (ServiceAccounts, least-privilege roles)")
             self.target.create_all(target_docs)
