@@ -5,7 +5,7 @@ JSON, oldest first).  Output: a list of differences in words (empty: the two agr
 
 - **field set**: the union of field paths (``status.containerStatuses[].state.running.startedAt``;
   list items are ``[]``, null and empty values count as absent, resource maps are leaves), minus the
-  paths the README lists as deliberately left out (:func:`left_out_paths`);
+  paths docs/hollow-fidelity.md lists as deliberately left out (:func:`left_out_paths`);
 - **conditions**: every (phase, condition type, status, reason) seen, and the final condition types;
 - **container state shape**: every (phase, state, reason, exit code, ready, started) seen;
 - **timing order**: for each pair of milestones (phase first seen, condition first True or False,
@@ -14,7 +14,7 @@ JSON, oldest first).  Output: a list of differences in words (empty: the two agr
   is a difference too (a hollow node that writes Ready with Running, where the kubelet writes them
   one after the other, is the fidelity gap this catches).
 
-Two README entries name kubelet writes rather than fields (:data:`STATE_ENTRIES`); the snapshots
+Two entries of docs/hollow-fidelity.md name kubelet writes rather than fields (:data:`STATE_ENTRIES`); the snapshots
 they describe are dropped from the real side before comparing: ``status (phase Pending)`` (the
 kubelet writes one or two statuses before the containers run, the hollow node goes from the
 scheduler's Pending straight to Running) and ``status (phase Running, containers terminated)`` (the
@@ -37,11 +37,11 @@ from typing import Any
 
 #: fields whose keys are data (resource names), not schema: compared as one leaf
 MAP_LEAVES = frozenset({"resources", "allocatedResources"})
-#: the README subsection that lists what hollow nodes leave out (the allow-list of the comparison)
+#: the subsection of docs/hollow-fidelity.md that lists what hollow nodes leave out (the allow-list of the comparison)
 LEFT_OUT_HEADING = "Hollow-node fidelity: what is deliberately left out"
-#: the README entry that stands for the kubelet's writes before the containers run
+#: the docs/hollow-fidelity.md entry that stands for the kubelet's writes before the containers run
 PENDING_ENTRY = "status (phase Pending)"
-#: the README entry that stands for the kubelet's write of terminated containers before the terminal phase
+#: the docs/hollow-fidelity.md entry that stands for the kubelet's write of terminated containers before the terminal phase
 TERMINATING_ENTRY = "status (phase Running, containers terminated)"
 
 Status = dict[str, Any]
@@ -70,16 +70,16 @@ def field_paths(doc: Any, prefix: str = "status") -> set[str]:
 
 
 def left_out_paths(readme: str) -> tuple[str, ...]:
-    """The entries of the README's left-out table: the backticked first cell of each row.
+    """The entries of the left-out table of ``readme`` (the text of docs/hollow-fidelity.md): the backticked first cell of each row.
 
     Raises:
-        ValueError: the subsection or its table is missing (the allow-list must come from the README).
+        ValueError: the subsection or its table is missing (the allow-list must come from docs/hollow-fidelity.md).
     """
     lines = readme.splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.lstrip("#").strip() == LEFT_OUT_HEADING)
     except StopIteration:
-        raise ValueError(f"README: expected a heading {LEFT_OUT_HEADING!r}, found none") from None
+        raise ValueError(f"docs/hollow-fidelity.md: expected a heading {LEFT_OUT_HEADING!r}, found none") from None
     entries: list[str] = []
     for line in lines[start + 1:]:
         if line.startswith("#"):
@@ -88,7 +88,7 @@ def left_out_paths(readme: str) -> tuple[str, ...]:
         if m:
             entries.append(m.group(1))
     if not entries:
-        raise ValueError(f"README: the subsection {LEFT_OUT_HEADING!r} has no table rows with a `path`")
+        raise ValueError(f"docs/hollow-fidelity.md: the subsection {LEFT_OUT_HEADING!r} has no table rows with a `path`")
     return tuple(entries)
 
 
@@ -107,7 +107,7 @@ def _terminating(status: Status) -> bool:
         (c.get("state") or {}).get("terminated") for c in containers)
 
 
-#: README entries that name a kind of status write (a predicate on a snapshot) rather than a field
+#: docs/hollow-fidelity.md entries that name a kind of status write (a predicate on a snapshot) rather than a field
 STATE_ENTRIES = {PENDING_ENTRY: _pending, TERMINATING_ENTRY: _terminating}
 
 

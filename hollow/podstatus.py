@@ -9,7 +9,7 @@ so every field of a container status is paid in every write that carries them, w
 fields (``observedGeneration``, ``resources``, ``allocatedResources``) are paid once.
 
 What is written, field by field, and what is deliberately left out (with the bytes it would cost per
-write) is listed in the README, "Hollow-node fidelity: what is deliberately left out"; the timing of
+write) is listed in docs/hollow-fidelity.md, "Hollow-node fidelity: what is deliberately left out"; the timing of
 Ready for containers with probes is :mod:`hollow.probes`.
 """
 

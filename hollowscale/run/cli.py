@@ -19,7 +19,7 @@ from rich.console import Console
 @click.option("--quiet", is_flag=True, help="No progress output (the report path is still printed).")
 @click.option("--cluster", "backend", type=click.Choice(["local", "kind", "existing"]), default=None,
               help="Run on this cluster backend instead of the scenario's cluster.backend (kind: a kind cluster "
-                   "of nodes built here, see the README).")
+                   "of nodes built here, see docs/kind.md).")
 def run_cmd(scenario: str, out: str, keep_cluster: bool, locust_processes: int, quiet: bool,
             backend: str | None) -> None:
     """Run SCENARIO end to end and write its report; exit 1 when an SLO fails, 2 when incomplete, 3 when
