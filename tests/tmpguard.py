@@ -7,9 +7,10 @@ the workers' sessions end first, and the controller's ends last):
   temp folder (``hs-pytest-XXXXXXXX``, :data:`SESSION_PREFIX`) and makes it the temp folder of every
   process of the session: ``$TMPDIR`` (inherited by the xdist workers and by every program a test
   starts: agents, Locust, Chromium, Go, pip) and ``tempfile.tempdir`` (this process).  Whatever is still
-  in it at the end, besides pytest's own ``pytest-of-<user>`` (the tests' ``tmp_path``), was written
-  by this session and not removed: it is named, the session fails, and the folder is removed (the
-  exact path it made, never through a mount point).
+  in it at the end, besides pytest's own ``pytest-of-<user>`` (the tests' ``tmp_path``) and the guard's
+  own ``kube-cache`` (kubectl's discovery cache, ``$KUBECACHEDIR``, which would otherwise grow a folder
+  per test cluster in ``~/.kube/cache``), was written by this session and not removed: it is named, the
+  session fails, and the folder is removed (the exact path it made, never through a mount point).
 * **The machine's temp folder.** ``/tmp`` (and ``$TMPDIR`` as the session found it, when it differs) is
   listed at the start and at the end.  An entry of the end's listing is named when all of these hold
   (:func:`new_entries`, a pure function over the two listings):
@@ -48,6 +49,8 @@ from typing import Any
 
 #: the session's own temp folder: a short name (unix socket paths under it are limited to 107 bytes)
 SESSION_PREFIX = "hs-pytest-"
+#: what the guard itself makes in that folder (removed with it, never named)
+GUARDS_OWN = ("kube-cache",)
 #: names our code and tests give what they put in the machine's temp folder
 OUR_NAMES = re.compile(r"(hs-|hollowscale-|dp-|dra-|torchinductor_|\.?org\.chromium\.Chromium\.|"
                        r"\.com\.google\.Chrome\.|matplotlib-).*")
@@ -174,7 +177,7 @@ class _Session:
     own: Path  # the session's temp folder (made by start)
     started: float
     folders: dict[Path, dict[str, Entry]]  # machine temp folder -> its listing at the start
-    tmpdir: str | None  # $TMPDIR as the session found it (put back at the end)
+    env: dict[str, str | None]  # $TMPDIR and $KUBECACHEDIR as the session found them (put back at the end)
 
 
 _STATE: dict[str, _Session] = {}
@@ -198,16 +201,20 @@ def start(config: Any) -> Path | None:
     started = time.time()
     listings = {folder: listing(folder) for folder in folders}
     own = Path(tempfile.mkdtemp(prefix=SESSION_PREFIX, dir=folders[-1]))
-    _STATE["session"] = _Session(own, started, listings, os.environ.get("TMPDIR"))
+    _STATE["session"] = _Session(own, started, listings, {v: os.environ.get(v) for v in ("TMPDIR", "KUBECACHEDIR")})
     os.environ["TMPDIR"] = str(own)
     tempfile.tempdir = str(own)
+    if "KUBECACHEDIR" not in os.environ:
+        (own / "kube-cache").mkdir()
+        os.environ["KUBECACHEDIR"] = str(own / "kube-cache")
     return own
 
 
 def leftovers_in_own(own: Path) -> list[str]:
     """What is left in the session's own temp folder besides pytest's ``pytest-of-<user>``, keys first."""
     after = listing(own)
-    return [e.describe(own) for e in sorted(after.values(), key=_order) if not e.name.startswith("pytest-of-")]
+    return [e.describe(own) for e in sorted(after.values(), key=_order)
+            if not e.name.startswith("pytest-of-") and e.name not in GUARDS_OWN]
 
 
 def _remove_own(own: Path) -> str | None:
@@ -239,10 +246,11 @@ def finish(session: Any) -> list[str]:
         busy = in_use_elsewhere([folder / e.name for e in found], marker, MARKER_VAR) if found else set()
         lines += [e.describe(folder) for e in found if folder / e.name not in busy]
     not_removed = _remove_own(state.own)
-    if state.tmpdir is None:
-        os.environ.pop("TMPDIR", None)
-    else:
-        os.environ["TMPDIR"] = state.tmpdir
+    for var, value in state.env.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
     tempfile.tempdir = None  # computed again from $TMPDIR when next asked
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     out = []

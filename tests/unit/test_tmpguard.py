@@ -78,6 +78,7 @@ def test_listing_reads_kinds_and_the_leftovers_of_the_own_folder(tmp_path: Path)
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "pytest-of-someone").mkdir()
     (tmp_path / "hs-ctd-abc").mkdir()
+    (tmp_path / "kube-cache").mkdir()  # the guard's own (kubectl's cache): not a leftover
     os.symlink("/nonexistent", tmp_path / "link")
     seen = listing(tmp_path)
     assert seen["tmpkey"].pem == "private key" and seen["tmpcert"].pem == "certificate"
