@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -207,7 +208,31 @@ def start(config: Any) -> Path | None:
     if "KUBECACHEDIR" not in os.environ:
         (own / "kube-cache").mkdir()
         os.environ["KUBECACHEDIR"] = str(own / "kube-cache")
+    config.add_cleanup(_abandon)  # a run that has no session (pytest --help) or dies before its end
     return own
+
+
+def _abandon() -> None:
+    """At pytest's unconfigure: when :func:`finish` did not run, remove the session's own temp folder
+    (what is in it is named on stderr, unjudged: there was no session to fail)."""
+    state = _STATE.pop("session", None)
+    if state is None:
+        return
+    for line in leftovers_in_own(state.own):
+        print(f"left in the test session's temp folder: {line}", file=sys.stderr)
+    why = _remove_own(state.own)
+    if why:
+        print(why, file=sys.stderr)
+    _put_back(state.env)
+
+
+def _put_back(env: dict[str, str | None]) -> None:
+    for var, value in env.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+    tempfile.tempdir = None  # computed again from $TMPDIR when next asked
 
 
 def leftovers_in_own(own: Path) -> list[str]:
@@ -246,12 +271,7 @@ def finish(session: Any) -> list[str]:
         busy = in_use_elsewhere([folder / e.name for e in found], marker, MARKER_VAR) if found else set()
         lines += [e.describe(folder) for e in found if folder / e.name not in busy]
     not_removed = _remove_own(state.own)
-    for var, value in state.env.items():
-        if value is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = value
-    tempfile.tempdir = None  # computed again from $TMPDIR when next asked
+    _put_back(state.env)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     out = []
     if lines:

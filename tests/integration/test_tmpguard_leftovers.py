@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -88,3 +89,15 @@ def test_a_session_that_leaves_nothing_passes_and_its_temp_folder_goes(pytester:
     own = _own(result)
     assert own.name.startswith("hs-pytest-") and not own.exists()
     result.stdout.no_fnmatch_line("*this test session wrote in the temp folder*")
+
+
+def test_a_run_without_a_session_leaves_no_temp_folder(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest --help`` configures (the guard makes its folder) but runs no session: the folder goes anyway."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), *sys.path]))
+    pytester.makeconftest(CONFTEST)
+    where = Path(tempfile.gettempdir())  # where the inner run makes its folder
+    before = {p.name for p in where.iterdir() if p.name.startswith("hs-pytest-")}
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--help", timeout=120)
+    assert result.ret == pytest.ExitCode.OK
+    assert {p.name for p in where.iterdir() if p.name.startswith("hs-pytest-")} == before
