@@ -49,7 +49,7 @@ from hollowscale.run.progress import Progress
 from hollowscale.run.resources import ResourceSampler
 from hollowscale.run.schedule import LoadSchedule
 from hollowscale.run.summary import RunFacts, assemble
-from hollowscale.run.times import RunTimes
+from hollowscale.run.times import RunTimes, SettleWindow
 from hollowscale.scenario import Scenario
 from hollowscale.timestamps import iso
 from kubecore.namespaces import NamespaceClaim, claim_namespace, release_namespace
@@ -248,25 +248,15 @@ class Runner:
     def _settle(self) -> None:
         """Until every submitted workload object (and every feature's work) has finished, or a timeout."""
         assert self.collector is not None
-        settle_s = self.sc.measurements.settle_timeout_s
-        started = time.monotonic()
-        deadline = started + settle_s
-        overall = self.times.run_deadline(self.sc.timeout_s)
-        while time.monotonic() < deadline and time.time() < overall:
+        window = SettleWindow.after_load(self.times, self.sc.measurements.settle_timeout_s, self.sc.timeout_s)
+        while window.is_open():
             c = self.collector.timeline.counts()
             if c["jobs"] and c["jobs_done"] >= c["jobs"] and all(f.settled() for f in self.hooks.settle):
                 return
             self._sleep(1.0)
             self._progress_tick()
         c = self.collector.timeline.counts()
-        left = f"{c['jobs'] - c['jobs_done']} of {c['jobs']} workload objects unfinished"
-        waited = time.monotonic() - started
-        if waited >= settle_s:
-            self.errors.append(f"settle timeout: {left} {settle_s:g} s after the load ended "
-                               f"(measurements.settle_timeout_s)")
-        else:  # the scenario's own limit came first: say so, the settle window was not what ran out
-            self.errors.append(f"settle cut short: {left} when the scenario's timeout_s ({self.sc.timeout_s:g} s "
-                               f"from the cluster's readiness) ran out {waited:.0f} s into the settle")
+        self.errors.append(window.unfinished(c["jobs"] - c["jobs_done"], c["jobs"], time.monotonic() - window.opened))
 
     # ------------------------------------------------------------------------------------ gather
     def _gather(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:

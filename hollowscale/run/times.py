@@ -9,6 +9,7 @@ settled.  A capacity plan watches ``load_start``/``load_end`` from its own threa
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -31,3 +32,33 @@ class RunTimes:
         before its load had ended, the settle was skipped, and the jobs created in the load's last seconds
         were reported unfinished although each finished within 5 s (issue 34)."""
         return (self.cluster_ready if self.cluster_ready is not None else self.start) + timeout_s
+
+
+@dataclass(frozen=True)
+class SettleWindow:
+    """How long the settle waits for the workload to finish: ``settle_s`` after the load ended, and never
+    past the run's deadline (:meth:`RunTimes.run_deadline`). When jobs are left, :meth:`unfinished` says
+    which of the two ran out, so that a settle the scenario's limit cut short is not read as jobs that
+    did not finish in their window."""
+
+    settle_s: float
+    timeout_s: float
+    opened: float  # time.monotonic() when the load ended
+    run_deadline: float  # epoch seconds
+
+    @classmethod
+    def after_load(cls, times: RunTimes, settle_s: float, timeout_s: float) -> SettleWindow:
+        """The window that opens now, as the load ends."""
+        return cls(settle_s, timeout_s, time.monotonic(), times.run_deadline(timeout_s))
+
+    def is_open(self) -> bool:
+        """Whether the settle may still wait."""
+        return time.monotonic() < self.opened + self.settle_s and time.time() < self.run_deadline
+
+    def unfinished(self, left: int, jobs: int, waited_s: float) -> str:
+        """The run's error line for ``left`` of ``jobs`` workload objects unfinished after ``waited_s``."""
+        what = f"{left} of {jobs} workload objects unfinished"
+        if waited_s >= self.settle_s:
+            return f"settle timeout: {what} {self.settle_s:g} s after the load ended (measurements.settle_timeout_s)"
+        return (f"settle cut short: {what} when the scenario's timeout_s ({self.timeout_s:g} s from the cluster's "
+                f"readiness) ran out {waited_s:.0f} s into the settle")
