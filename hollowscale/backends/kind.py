@@ -41,7 +41,7 @@ from hollowscale.cluster.kind import (
     ensure_kind_cluster,
 )
 from hollowscale.kindnode import netavark
-from hollowscale.kindnode.cluster import METRICS_PORTS, HostChanges, node_names, render_kind_config
+from hollowscale.kindnode.cluster import KIND_NETWORK, METRICS_PORTS, HostChanges, node_names, render_kind_config
 from hollowscale.kindnode.engine import Podman, ensure_podman, load_image
 from hollowscale.kindnode.gpus import FakeGpuPlugins
 from hollowscale.kindnode.image import build_node_image
@@ -122,7 +122,8 @@ class KindBackend:
             names = node_names(CLUSTER_NAME, doc)
             config.write_text(f"# {source} with the node image built here (hollowscale.kindnode)\n"
                               + yaml.safe_dump(doc, sort_keys=False))
-            self.host = HostChanges.record(self.podman.networks_dir)
+            # before kind creates anything: the ledger of the exact run state our network will make
+            self.host = HostChanges.record(self.podman.networks_dir, networks=(KIND_NETWORK,))
             for line in self.host.cleared:
                 log(f"before the cluster: {line}")
             self.cluster = ensure_kind_cluster(KindSettings(
@@ -220,11 +221,12 @@ class KindBackend:
             self.cluster = None
         if self.podman is not None and (self.cluster is None or not self.cluster.created):
             # kind leaves its network; in our own podman it is ours, and goes once no container uses it
-            used = self.podman.run(["ps", "--all", "--quiet", "--filter", "network=kind"], check=False).stdout.strip()
+            used = self.podman.run(["ps", "--all", "--quiet", "--filter", f"network={KIND_NETWORK}"],
+                                   check=False).stdout.strip()
             if not used:
-                bridge = self.podman.run(["network", "inspect", "kind", "--format", "{{.NetworkInterface}}"],
+                bridge = self.podman.run(["network", "inspect", KIND_NETWORK, "--format", "{{.NetworkInterface}}"],
                                          check=False).stdout.strip()
-                self.podman.run(["network", "rm", "kind"], check=False)
+                self.podman.run(["network", "rm", KIND_NETWORK], check=False)
                 for line in netavark.remove_leaked_bridge(bridge):  # nodes killed before their teardown
                     log(f"put back: {line}")
         if self.host is not None and (self.cluster is None):

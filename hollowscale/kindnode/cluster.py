@@ -17,9 +17,11 @@ of the user's:
 the iptables chains podman's network backend adds (:mod:`hollowscale.kindnode.firewall`), and
 ``/lib/modules``, which kind's podman provider mounts read-only into every node and which some machines
 (this project's among them) do not have: made empty for the cluster and removed after, only when it was
-made here; and rootful podman's network run state (``/run/containers``, :mod:`hollowscale.kindnode.netavark`):
-DNS configs of networks that are gone are cleared before and after, and the folder is removed after when it
-was made during the run.
+made here; and rootful podman's network run state (``/run/containers``, :mod:`hollowscale.kindnode.netavark`),
+a folder every rootful podman shares: before the cluster, a ledger in our podman's state folder names the
+exact DNS config path of kind's network and whether the folder was there; before and after, only the configs
+it names whose network is gone are removed, and the folder, when a run of ours made it, is taken away path by
+path (never with anything else in it).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ METRICS_PATCH = ("kind: ClusterConfiguration\n"
 #: the secure ports kubeadm gives the two (its defaults, which kind keeps): scrape job -> port
 METRICS_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 MODULES = Path("/lib/modules")
+#: the network kind's podman provider makes for every cluster, whatever its name
+KIND_NETWORK = "kind"
 
 
 class KindConfigError(ValueError):
@@ -101,19 +105,32 @@ class HostChanges:
     back after it is deleted (:meth:`restore`)."""
 
     firewall_before: dict[str, firewall.Rules] = field(default_factory=dict)
-    #: our podman's network config folder: a DNS config for a network in none of it (nor the machine's) is stale
+    #: our podman's network config folder; its ledger of the shared run state is beside it (:mod:`.netavark`)
     own_networks: Path = Path()
+    #: the networks the cluster makes in our podman (kind's, :data:`KIND_NETWORK`)
+    networks: tuple[str, ...] = (KIND_NETWORK,)
     made_modules: bool = False
+    #: the ledger says a run of ours made podman's run state (this one or an earlier, interrupted one)
     made_run_dir: bool = False
-    #: what :meth:`record` cleared: stale network state an earlier cluster left (:mod:`.netavark`)
+    #: what :meth:`record` cleared: stale network state an earlier cluster of ours left (:mod:`.netavark`)
     cleared: list[str] = field(default_factory=list)
 
     @classmethod
-    def record(cls, own_networks: Path, modules: Path = MODULES, run_dir: Path = netavark.RUN_DIR) -> HostChanges:
-        """Snapshot the firewall; make ``modules`` (empty) when it is missing; note whether podman's run
-        state (``run_dir``) is there yet, and clear the stale DNS configs an earlier cluster left in it."""
-        changes = cls(firewall.snapshot(), own_networks=own_networks, made_run_dir=not run_dir.exists())
-        changes.cleared = netavark.clear_stale_dns(own_networks, run_dir)
+    def record(cls, own_networks: Path, modules: Path = MODULES, run_dir: Path = netavark.RUN_DIR,
+               networks: tuple[str, ...] = (KIND_NETWORK,)) -> HostChanges:
+        """Clear the DNS configs an earlier cluster of ours left in podman's run state (``run_dir``), note in
+        the ledger the exact configs ``networks`` will make there and whether ``run_dir`` is there yet (before
+        the cluster: a creation killed midway is still on record), snapshot the firewall, and make ``modules``
+        (empty) when it is missing.
+
+        Raises:
+            netavark.ForeignDnsConfigError: a DNS config of one of ``networks`` that is not ours is in the way.
+        """
+        ledger = netavark.Ledger.load(netavark.ledger_path(own_networks))
+        cleared = netavark.clear_own_stale_dns(ledger, own_networks, run_dir)
+        netavark.note_before_create(ledger, own_networks, run_dir, networks)
+        changes = cls(firewall.snapshot(), own_networks=own_networks, networks=networks,
+                      made_run_dir=ledger.made_run_dir(run_dir), cleared=cleared)
         if not modules.exists():
             modules.mkdir()
             changes.made_modules = True
@@ -121,13 +138,20 @@ class HostChanges:
 
     def restore(self, modules: Path = MODULES, run_dir: Path = netavark.RUN_DIR) -> list[str]:
         """Take away the firewall chains added since :meth:`record`, the cluster's DNS config if its
-        network went without netavark's teardown, podman's run state if made since :meth:`record`, and
-        the ``modules`` folder made by it (only while still empty); what was done."""
+        network went without netavark's teardown, podman's run state if the ledger says a run of ours made
+        it, and the ``modules`` folder made by :meth:`record` (only while still empty); what was done."""
         done = firewall.restore(self.firewall_before)
-        done += netavark.clear_stale_dns(self.own_networks, run_dir)
-        if self.made_run_dir and run_dir.exists():
-            done.append(netavark.remove_run_dir(run_dir))
-            self.made_run_dir = False
+        ledger = netavark.Ledger.load(netavark.ledger_path(self.own_networks))
+        done += netavark.clear_own_stale_dns(ledger, self.own_networks, run_dir)
+        if str(run_dir) in ledger.run_dirs:
+            finished = True
+            if ledger.made_run_dir(run_dir) and run_dir.exists():
+                line, finished = netavark.remove_run_dir(run_dir, self.networks)
+                done.append(line)
+            if finished:
+                del ledger.run_dirs[str(run_dir)]
+                ledger.save()
+        self.made_run_dir = ledger.made_run_dir(run_dir)
         if self.made_modules:
             try:
                 modules.rmdir()
@@ -138,5 +162,5 @@ class HostChanges:
         return done
 
 
-__all__ = ["CGROUP_V1_PATCH", "METRICS_PATCH", "METRICS_PORTS", "HostChanges", "KindConfigError", "node_names",
-           "render_kind_config"]
+__all__ = ["CGROUP_V1_PATCH", "KIND_NETWORK", "METRICS_PATCH", "METRICS_PORTS", "HostChanges", "KindConfigError",
+           "node_names", "render_kind_config"]
