@@ -274,45 +274,6 @@ def test_host_changes_remove_only_the_modules_folder_they_made(tmp_path: Path,
     assert run.is_dir()
 
 
-def test_host_changes_clear_dns_configs_of_networks_no_podman_has_and_the_run_state_they_made(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hollowscale.kindnode import netavark
-    from hollowscale.kindnode.cluster import HostChanges
-    monkeypatch.setattr(firewall, "snapshot", lambda: {})
-    monkeypatch.setattr(firewall, "restore", lambda before: [])
-    monkeypatch.setattr(netavark, "SYSTEM_NETWORKS", tmp_path / "etc-networks")
-    ours, system = tmp_path / "nets", tmp_path / "etc-networks"
-    ours.mkdir()
-    system.mkdir()
-    (system / "theirs.json").write_text("{}")
-    run = tmp_path / "run"
-    dns = netavark.dns_dir(run)
-    dns.mkdir(parents=True)
-    # an earlier cluster's network "kind" went without its teardown: its DNS config names the old gateway
-    (dns / "kind").write_text("fc00:8866::1,10.89.1.1\nf7e0 10.89.1.13 fc00:8866::d hollowscale-worker2,f7e0\n")
-    (dns / "theirs").write_text("10.88.0.1\n")  # the machine's own podman network: not ours to touch
-    changes = HostChanges.record(ours, tmp_path / "modules", run)
-    assert not (dns / "kind").exists() and (dns / "theirs").exists()
-    assert any("network kind, which no podman has" in line for line in changes.cleared)
-    (ours / "kind.json").write_text("{}")  # the new cluster's network, ours while it lives
-    (dns / "kind").write_text("fc00:1::1,10.89.2.1\n")
-    assert netavark.clear_stale_dns(ours, run, system) == [] and (dns / "kind").exists()
-    (ours / "kind.json").unlink()
-    done = changes.restore(tmp_path / "modules", run)
-    assert not (dns / "kind").exists() and (dns / "theirs").exists() and run.is_dir()  # run was there before
-    assert any(line.startswith("rmdir") for line in done)
-
-    (dns / "theirs").unlink()
-    (system / "theirs.json").unlink()
-    import shutil
-    shutil.rmtree(run)
-    made = HostChanges.record(ours, tmp_path / "modules", run)
-    assert made.made_run_dir
-    dns.mkdir(parents=True)  # podman made its run state during the cluster
-    (run / "networks" / "ipam.db").write_text("")
-    assert f"removed {run}" in made.restore(tmp_path / "modules", run) and not run.exists()
-
-
 def test_kinds_node_names_in_config_order() -> None:
     from hollowscale.kindnode.cluster import node_names
     doc = {"nodes": [{"role": "control-plane"}, {"role": "worker"}, {"role": "worker"}, {"role": "worker"}]}
