@@ -48,12 +48,13 @@ def _network_state() -> tuple[set[str], set[str]]:
 
 def _assert_nothing_left(podman: Podman, fw_before: dict[str, firewall.Rules], modules_before: bool,
                          net_before: tuple[set[str], set[str]]) -> None:
-    """No node container, no volume, no kind network, no DNS config of one, the firewall, /lib/modules, the
-    network namespaces and links as before."""
+    """No node container, no volume, no kind network, no DNS config of one nor a ledger entry for it, the
+    firewall, /lib/modules, the network namespaces and links as before."""
     assert not podman.run(["ps", "--all", "--quiet"]).stdout.strip()
     assert not podman.run(["volume", "ls", "--quiet"]).stdout.strip()
     assert podman.run(["network", "exists", "kind"], check=False).returncode != 0
     assert not (netavark.dns_dir() / "kind").exists()
+    assert not netavark.ledger_path(podman.networks_dir).exists()  # every entry done with
     assert {t: r.chains for t, r in firewall.snapshot().items()} == {t: r.chains for t, r in fw_before.items()}
     assert Path("/lib/modules").exists() == modules_before
     assert _network_state() == net_before
