@@ -7,12 +7,15 @@ Every module that needs either asks here, so the answer is computed once:
 - :func:`cache_root`: the root of the caches kept outside the repo (built binaries, images, tools),
   read at each call so a test or a user can point ``$HOLLOWSCALE_CACHE`` elsewhere;
 - :func:`fresh_dir`: a new folder of ours under a parent, never one that exists (two runs started in the
-  same second each get their own report folder instead of writing into one).
+  same second each get their own report folder instead of writing into one);
+- :func:`short_temp_dir`: a new folder of ours straight in ``/tmp`` (short, for unix sockets), recorded in
+  the ledger a test session names (:data:`TEMP_LEDGER_VAR`), so the suite knows exactly what it made there.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 #: the repository checkout (the folder holding the ``hollowscale`` package)
@@ -40,3 +43,31 @@ def fresh_dir(parent: Path, name: str) -> Path:
             continue
         return candidate
     raise FileExistsError(f"{parent / name} and 998 numbered folders beside it exist already")
+
+
+#: a file the test suite names (tests/tmpguard.py): every folder :func:`short_temp_dir` makes, and every path
+#: :func:`record_temp` is given, is appended to it, one per line, by whichever process of the session makes it
+TEMP_LEDGER_VAR = "HOLLOWSCALE_TEMP_LEDGER"
+#: the machine's temp folder itself, for what must have a short path whatever ``$TMPDIR`` says
+SHORT_TEMP_ROOT = Path("/tmp")
+
+
+def record_temp(path: Path) -> None:
+    """Note ``path`` (made straight in ``/tmp``, outside ``$TMPDIR``) in the test session's ledger, when one is
+    named: the suite then checks that exactly this path is gone at its end, instead of guessing by name
+    which of ``/tmp``'s entries are ours (another run on the machine makes folders of the same names)."""
+    ledger = os.environ.get(TEMP_LEDGER_VAR)
+    if ledger:
+        with open(ledger, "a", encoding="utf-8") as fh:  # one short append per line: whole lines under O_APPEND
+            fh.write(f"{path}\n")
+
+
+def short_temp_dir(prefix: str) -> Path:
+    """A new folder of ours directly in ``/tmp`` (``prefix`` + random), recorded by :func:`record_temp`.
+
+    Why ``/tmp`` and not ``$TMPDIR``: unix socket paths are limited to 107 bytes, and a cluster's or a
+    plugin's sockets lie a few folders below; ``$TMPDIR`` may be long (the test session points it at a
+    folder of its own). The caller removes it."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=SHORT_TEMP_ROOT))
+    record_temp(path)
+    return path

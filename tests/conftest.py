@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import tmpguard
 from hollowscale.cluster import clusterdir
 from hollowscale.cluster.binaries import binaries
 from hollowscale.cluster.local import ClusterError, ClusterInfo, LocalCluster
+from hollowscale.paths import short_temp_dir
 
 ARTIFACTS = Path(__file__).parent / ".artifacts"
 
@@ -83,7 +83,7 @@ def short_tmp(prefix: str) -> Iterator[Path]:
     """A fresh folder of ours with a short path, removed after: a cluster folder holds unix sockets
     (containerd, the kubelet's plugins) whose paths may not pass 107 bytes, and pytest's own temp
     paths come close (longer still under xdist: ``.../popen-gw1/...``)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path = short_temp_dir(prefix)
     try:
         yield path
     finally:

@@ -94,9 +94,18 @@ def run_round(seed: int, out: Path, pytest_args: Sequence[str]) -> Round:
             cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False)
     seconds = time.monotonic() - started
     tests, failed = read_junit(junit) if junit.exists() else (0, {})
-    if proc.returncode not in (0, 1) and not failed:
-        failed = {"(the pytest session)": f"exit {proc.returncode}: see {log.name}"}
+    if proc.returncode != 0 and not failed:  # the session itself failed: collection, or a guard at its end
+        failed = {"(the pytest session)": f"exit {proc.returncode}: {_session_failure(log)}"}
     return Round(seed, proc.returncode, seconds, tests, failed)
+
+
+def _session_failure(log: Path) -> str:
+    """What a session that failed outside any test said: the first line of a guard's or collection's
+    complaint in its output (tests/sessionguard.py, tests/tmpguard.py), else where to look."""
+    for line in log.read_text(errors="replace").splitlines():
+        if "still there at its end" in line or "still running" in line or line.startswith(("ERROR", "E   ")):
+            return line.strip()[:200]
+    return f"see {log.name}"
 
 
 def summarise(rounds: Sequence[Round]) -> dict[str, Failures]:

@@ -68,7 +68,7 @@ def configure_hypothesis() -> None:
     settings.register_profile("hollowscale", derandomize=not exploring, database=None)
     settings.load_profile("hollowscale")
     if exploring:
-        core.global_force_seed = session_seed()  # what pytest's --hypothesis-seed sets
+        core.global_force_seed = session_seed()  # type: ignore[assignment]  # what pytest's --hypothesis-seed sets
 
 
 def seed_globals(nodeid: str) -> None:

@@ -11,9 +11,17 @@ the workers' sessions end first, and the controller's ends last):
   own ``kube-cache`` (kubectl's discovery cache, ``$KUBECACHEDIR``, which would otherwise grow a folder
   per test cluster in ``~/.kube/cache``), was written by this session and not removed: it is named, the
   session fails, and the folder is removed (the exact path it made, never through a mount point).
-* **The machine's temp folder.** ``/tmp`` (and ``$TMPDIR`` as the session found it, when it differs) is
-  listed at the start and at the end.  An entry of the end's listing is named when all of these hold
-  (:func:`new_entries`, a pure function over the two listings):
+* **What the session made straight in ``/tmp``.** Folders that need a short path (a cluster's, a plugin's:
+  unix sockets below them) are made in ``/tmp`` itself by :func:`hollowscale.paths.short_temp_dir`, which
+  appends each to the session's ledger (``$HOLLOWSCALE_TEMP_LEDGER``, a file in the session's own folder,
+  written by whichever process of the session made the folder). Every path of the ledger still there at
+  the end is named: exactly what this session made, never a folder of the same name another run on the
+  machine made meanwhile (guessing by name once failed a session for a kind test's ``hs-kindgpu-*``
+  folder that another session removed a moment later).
+* **Keys in the machine's temp folder.** ``/tmp`` (and ``$TMPDIR`` as the session found it, when it
+  differs) is listed at the start and at the end, for keys and certificates a program wrote there despite
+  ``$TMPDIR``.  An entry of the end's listing is named when all of these hold (:func:`new_entries`, a pure
+  function over the two listings; only its keys and certificates are named, see :func:`finish`):
 
   - it is new: its name and inode were not in the first listing;
   - it is ours: owned by this uid and changed since the session started (``st_ctime``), so nothing
@@ -27,7 +35,8 @@ the workers' sessions end first, and the controller's ends last):
     runs other sessions and runs whose folders have the same names, and theirs are in use while they
     exist.
 
-  Keys are named first, then certificates, then the rest.  These are not removed: the guard cannot be
+  :func:`finish` names only the keys and certificates among them (a folder of one of our names that is not
+  in the ledger is another run's).  Keys are named first, then certificates.  These are not removed: the guard cannot be
   sure they are ours, the person reading the failure can.  ``pytest-of-<user>`` (pytest's own folder,
   which keeps the last three sessions' ``tmp_path`` by design) and Go's ``go-build*`` (removed by Go)
   are not ours to judge.
@@ -48,10 +57,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hollowscale.paths import TEMP_LEDGER_VAR
+
 #: the session's own temp folder: a short name (unix socket paths under it are limited to 107 bytes)
 SESSION_PREFIX = "hs-pytest-"
+#: the session's ledger of what it made straight in /tmp (:func:`hollowscale.paths.record_temp`), in its folder
+LEDGER = "temp-ledger"
 #: what the guard itself makes in that folder (removed with it, never named)
-GUARDS_OWN = ("kube-cache",)
+GUARDS_OWN = ("kube-cache", LEDGER)
 #: names our code and tests give what they put in the machine's temp folder
 OUR_NAMES = re.compile(r"(hs-|hollowscale-|dp-|dra-|torchinductor_|\.?org\.chromium\.Chromium\.|"
                        r"\.com\.google\.Chrome\.|matplotlib-).*")
@@ -178,7 +191,7 @@ class _Session:
     own: Path  # the session's temp folder (made by start)
     started: float
     folders: dict[Path, dict[str, Entry]]  # machine temp folder -> its listing at the start
-    env: dict[str, str | None]  # $TMPDIR and $KUBECACHEDIR as the session found them (put back at the end)
+    env: dict[str, str | None]  # $TMPDIR, $KUBECACHEDIR and the ledger's variable as the session found them
 
 
 _STATE: dict[str, _Session] = {}
@@ -202,7 +215,10 @@ def start(config: Any) -> Path | None:
     started = time.time()
     listings = {folder: listing(folder) for folder in folders}
     own = Path(tempfile.mkdtemp(prefix=SESSION_PREFIX, dir=folders[-1]))
-    _STATE["session"] = _Session(own, started, listings, {v: os.environ.get(v) for v in ("TMPDIR", "KUBECACHEDIR")})
+    _STATE["session"] = _Session(own, started, listings,
+                                 {v: os.environ.get(v) for v in ("TMPDIR", "KUBECACHEDIR", TEMP_LEDGER_VAR)})
+    (own / LEDGER).touch()
+    os.environ[TEMP_LEDGER_VAR] = str(own / LEDGER)
     os.environ["TMPDIR"] = str(own)
     tempfile.tempdir = str(own)
     if "KUBECACHEDIR" not in os.environ:
@@ -242,6 +258,23 @@ def leftovers_in_own(own: Path) -> list[str]:
             if not e.name.startswith("pytest-of-") and e.name not in GUARDS_OWN]
 
 
+def recorded_leftovers(ledger: Path) -> list[str]:
+    """The paths the ledger recorded that are still there, those holding a private key first."""
+    try:
+        recorded = dict.fromkeys(line.strip() for line in ledger.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return []
+    left = [Path(p) for p in recorded if p and os.path.lexists(p)]
+
+    def holds_key(path: Path) -> bool:
+        files = [path] if not path.is_dir() else [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+        return any(pem_kind(_first_line(f, f.stat().st_size)) == "private key" for f in files[:200])
+
+    keyed = {p: holds_key(p) for p in left}
+    return [f"{p}{'/' if p.is_dir() else ''}{' (holds a private key)' if keyed[p] else ''}"
+            for p in sorted(left, key=lambda p: (not keyed[p], str(p)))]
+
+
 def _remove_own(own: Path) -> str | None:
     """Remove the session's own temp folder (exactly the path :func:`start` made); why not, or None."""
     from hollowscale.cluster import clusterdir
@@ -262,12 +295,13 @@ def finish(session: Any) -> list[str]:
     state = _STATE.pop("session", None)
     if hasattr(session.config, "workerinput") or state is None:
         return []
-    lines = leftovers_in_own(state.own)
+    lines = leftovers_in_own(state.own) + recorded_leftovers(state.own / LEDGER)
     marker = os.environ.get(MARKER_VAR, "")
     for folder, before in state.folders.items():
-        # another session's own folder is that session's to judge (and remove)
+        # only keys and certificates: a folder of ours in /tmp is in the ledger, and one of our names that is
+        # not is another run's (another session's own folder is that session's to judge and remove)
         found = [e for e in new_entries(before, listing(folder), state.started, os.geteuid(), {state.own.name})
-                 if not e.name.startswith(SESSION_PREFIX)]
+                 if e.pem is not None and not e.name.startswith(SESSION_PREFIX)]
         busy = in_use_elsewhere([folder / e.name for e in found], marker, MARKER_VAR) if found else set()
         lines += [e.describe(folder) for e in found if folder / e.name not in busy]
     not_removed = _remove_own(state.own)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from hollowscale.paths import short_temp_dir
 
 #: the kubelet's --root-dir inside a kind node (kind's kubeadm config keeps the kubelet's default)
 KUBELET_ROOT_IN_NODE = "/var/lib/kubelet"
@@ -38,7 +39,7 @@ class FakeGpuPlugins:
         self.count = count
         self.model = model
         self.log_dir = log_dir
-        self.base = Path(tempfile.mkdtemp(prefix="hs-kindgpu-", dir="/tmp"))
+        self.base = short_temp_dir("hs-kindgpu-")
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def root(self, index: int) -> Path:

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from hollowscale.deviceplugin._generated import deviceplugin_v1beta1_pb2 as dp
 from hollowscale.deviceplugin._generated import deviceplugin_v1beta1_pb2_grpc as dp_grpc
 from hollowscale.deviceplugin._generated import pluginregistration_v1_pb2 as reg
 from hollowscale.deviceplugin._generated import pluginregistration_v1_pb2_grpc as reg_grpc
+from hollowscale.paths import short_temp_dir
 
 pytestmark = pytest.mark.integration  # each test runs the device plugin CLI as a process
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def kubelet_root() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="dp-", dir="/tmp"))
+    root = short_temp_dir("dp-")
     try:
         yield root
     finally:

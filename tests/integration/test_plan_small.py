@@ -21,6 +21,7 @@ from browser import check_page
 from clirun import run_cli
 
 from hollowscale.cluster.local import LocalCluster
+from hollowscale.paths import record_temp
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]  # a long scenario: make test-e2e
@@ -50,6 +51,7 @@ def points_in(out: Path) -> int:
 def test_plan_interrupted_then_resumed_writes_the_capacity_report(tmp_path: Path) -> None:
     prefix = f"/tmp/hs-pit-{os.getpid()}"
     cluster_dir = Path(f"{prefix}-default")
+    record_temp(cluster_dir)  # the plan makes it straight in /tmp: the session checks it is gone at its end
     scen = tiny_plan(tmp_path, prefix)
     out = tmp_path / "plan"
     cmd = [str(ROOT / ".venv" / "bin" / "hollowscale"), "plan", str(scen), "--out", str(out)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,8 @@ import yaml
 from browser import check_page
 from clirun import run_cli
 from waiting import alive
+
+from hollowscale.paths import short_temp_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]  # a long scenario: make test-e2e
@@ -46,7 +47,7 @@ def short_scenario(tmp_path: Path, cluster_dir: Path) -> Path:
 def test_distill_e2e_short(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     # a short cluster dir: the real nodes' containerd sockets live under it (unix socket paths are short)
-    cluster_dir = Path(tempfile.mkdtemp(prefix="hs-e2e-", dir="/tmp")) / "c"
+    cluster_dir = short_temp_dir("hs-e2e-") / "c"
     try:
         r = run_cli([sys.executable, "-m", "hollowscale.run", str(short_scenario(tmp_path, cluster_dir)),
                      "--out", str(out), "--quiet"], 780, cwd=ROOT)

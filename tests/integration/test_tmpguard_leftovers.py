@@ -1,6 +1,7 @@
-"""The temp-folder guard (tests/tmpguard.py) fails a session that leaves a key in its temp folder or one
-of our folders in /tmp, naming the key first, and passes a session that leaves nothing; either way the
-session's own temp folder goes."""
+"""The temp-folder guard (tests/tmpguard.py) fails a session that leaves a key in its temp folder or a
+folder it recorded making in /tmp, naming the key first, never names a folder of our names it did not
+make (another run's), and passes a session that leaves nothing; either way the session's own temp folder
+goes."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ LEAKY = '''
 import os, tempfile
 from pathlib import Path
 
+from hollowscale.paths import record_temp
+
 KEY = b"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEE\\n-----END EC PRIVATE KEY-----\\n"
 
 def test_leaves_a_key_and_a_folder():
@@ -43,6 +46,8 @@ def test_leaves_a_key_and_a_folder():
     os.close(fd)
     print("OWN", tempfile.gettempdir())
     Path(os.environ["LEAK_DIR"]).mkdir()  # straight into /tmp, as a short cluster folder is made
+    record_temp(Path(os.environ["LEAK_DIR"]))
+    Path(os.environ["OTHER_DIR"]).mkdir()  # the same kind of name, but another run's: not in the ledger
 '''
 CLEAN = '''
 import tempfile
@@ -69,17 +74,21 @@ def _own(result: pytest.RunResult) -> Path:
 def test_a_session_that_leaves_a_key_fails_naming_it_first(pytester: pytest.Pytester,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     leak = Path("/tmp") / f"hs-leak-{uuid.uuid4().hex[:12]}"
+    other = Path("/tmp") / f"hs-other-{uuid.uuid4().hex[:12]}"
     monkeypatch.setenv("LEAK_DIR", str(leak))
+    monkeypatch.setenv("OTHER_DIR", str(other))
     try:
         result = _session(pytester, monkeypatch, LEAKY)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         own = _own(result)
         result.stdout.fnmatch_lines(["*2 file(s) or folder(s) this test session wrote in the temp folder*",
                                      f"  {own}/tmp* (private key)", f"  {leak}/"], consecutive=True)
+        result.stdout.no_fnmatch_line(f"*{other.name}*")
         assert not own.exists()  # the session's own temp folder went, key and all
     finally:
-        if leak.is_dir():
-            shutil.rmtree(leak)  # the exact folder the inner test made
+        for made in (leak, other):  # the exact folders the inner test made
+            if made.is_dir():
+                shutil.rmtree(made)
 
 
 def test_a_session_that_leaves_nothing_passes_and_its_temp_folder_goes(pytester: pytest.Pytester,

@@ -4,7 +4,6 @@ plugin's unix socket (the kubelet's own protos, compiled), no mocks of either si
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from hollowscale.deviceplugin._generated import pluginregistration_v1_pb2_grpc a
 from hollowscale.deviceplugin.health import HealthWatcher
 from hollowscale.deviceplugin.inventory import fake_inventory
 from hollowscale.deviceplugin.server import PluginError, PluginServer, PluginSettings
+from hollowscale.paths import short_temp_dir
 
 NODE = "real-0"
 
@@ -27,7 +27,7 @@ NODE = "real-0"
 @pytest.fixture
 def kubelet_root() -> Iterator[Path]:
     """A short path: unix socket paths are limited to 107 bytes, pytest's tmp_path can come close."""
-    root = Path(tempfile.mkdtemp(prefix="dp-", dir="/tmp"))
+    root = short_temp_dir("dp-")
     try:
         yield root
     finally:

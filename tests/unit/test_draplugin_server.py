@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from hollowscale.draplugin.inventory import fake_inventory
 from hollowscale.draplugin.publisher import SlicePublisher
 from hollowscale.draplugin.server import DraPluginServer, Driver, PluginError, PluginSettings
 from hollowscale.draplugin.slices import wanted_slices
+from hollowscale.paths import short_temp_dir
 
 NODE = "real-0"
 
@@ -59,7 +59,7 @@ class Claims:
 @pytest.fixture
 def root() -> Iterator[Path]:
     """A short path: unix socket paths are limited to 107 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    path = short_temp_dir("dra-")
     try:
         yield path
     finally:

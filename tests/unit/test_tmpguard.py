@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import tmpguard
 from tmpguard import Entry, leftovers_in_own, listing, new_entries, pem_kind
+
+from hollowscale.paths import TEMP_LEDGER_VAR, record_temp, short_temp_dir
 
 UID = 1000
 STARTED = 1_000_000.0
@@ -96,3 +99,24 @@ def test_the_names_our_code_gives() -> None:
     theirs = ["pytest-of-root", "go-build1", "hsperfdata_root", "tmp.V3urxGkKUP", "python-build.1.log", "bash_jobs.0"]
     assert all(tmpguard.OUR_NAMES.fullmatch(n) for n in ours)
     assert not any(tmpguard.OUR_NAMES.fullmatch(n) for n in theirs)
+
+
+def test_the_ledger_names_exactly_what_the_session_made_and_left_keys_first(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv(TEMP_LEDGER_VAR, str(ledger))
+    made = short_temp_dir("hs-ledger-test-")  # straight in /tmp, recorded by the process that made it
+    try:
+        gone = tmp_path / "gone"
+        record_temp(gone)  # recorded, then removed by its owner: not a leftover
+        keyed = tmp_path / "keyed"
+        keyed.mkdir()
+        (keyed / "client.key").write_bytes(b"-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n")
+        record_temp(keyed)
+        record_temp(keyed)  # twice: named once
+        assert ledger.read_text().splitlines() == [str(made), str(gone), str(keyed), str(keyed)]
+        assert tmpguard.recorded_leftovers(ledger) == [f"{keyed}/ (holds a private key)", f"{made}/"]
+    finally:
+        made.rmdir()
+    assert tmpguard.recorded_leftovers(ledger) == [f"{keyed}/ (holds a private key)"]
+    assert tmpguard.recorded_leftovers(tmp_path / "no-ledger") == []
