@@ -18,12 +18,17 @@ until every node is Ready.
   (:func:`control_plane_targets`), all with the harness's admin client certificate.
 
 ``down`` stops the device plugins, deletes the cluster only when this run created it, then the ``kind``
-network kind leaves behind when no container uses it, and puts the machine back as it was.
+network kind leaves behind when no container uses it, and puts the machine back as it was.  Before the
+node containers go (the delete, or the creation an interrupt or a failure ends, whose delete happens inside
+:func:`ensure_kind_cluster`) the network namespace podman gave each is recorded
+(:class:`hollowscale.kindnode.netns.Recorder`); those podman's own teardown left empty go after it.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import requests
@@ -40,7 +45,7 @@ from hollowscale.cluster.kind import (
     delete_kind_cluster,
     ensure_kind_cluster,
 )
-from hollowscale.kindnode import netavark
+from hollowscale.kindnode import netavark, netns
 from hollowscale.kindnode.cluster import KIND_NETWORK, METRICS_PORTS, HostChanges, node_names, render_kind_config
 from hollowscale.kindnode.engine import Podman, ensure_podman, load_image
 from hollowscale.kindnode.gpus import FakeGpuPlugins
@@ -94,6 +99,7 @@ class KindBackend:
         self.podman: Podman | None = None
         self.host: HostChanges | None = None
         self.gpus: FakeGpuPlugins | None = None
+        self.netns: netns.Recorder | None = None
 
     def up(self) -> ClusterAccess:
         log = self.settings.log
@@ -120,16 +126,19 @@ class KindBackend:
         try:
             doc = render_kind_config(yaml.safe_load(source.read_text()), node.image.name, str(source), worker_mounts)
             names = node_names(CLUSTER_NAME, doc)
+            self.netns = recorder = self._netns_recorder(names)
             config.write_text(f"# {source} with the node image built here (hollowscale.kindnode)\n"
                               + yaml.safe_dump(doc, sort_keys=False))
             # before kind creates anything: the ledger of the exact run state our network will make
             self.host = HostChanges.record(self.podman.networks_dir, networks=(KIND_NETWORK,))
             for line in self.host.cleared:
                 log(f"before the cluster: {line}")
-            self.cluster = ensure_kind_cluster(KindSettings(
-                kubeconfig=self.settings.run_dir / "kubeconfig", config=config, name=CLUSTER_NAME, images=(),
-                kind=str(kind),
-                engine="podman", env=self.podman.kind_env()))
+            # recorded while kind creates the nodes: an interrupted or failed creation is deleted inside this call
+            with recorder.watching():
+                self.cluster = ensure_kind_cluster(KindSettings(
+                    kubeconfig=self.settings.run_dir / "kubeconfig", config=config, name=CLUSTER_NAME, images=(),
+                    kind=str(kind),
+                    engine="podman", env=self.podman.kind_env()))
             endpoint = load_endpoint(self.cluster.kubeconfig)
             session = session_for(endpoint)
             self._wait_ready(endpoint.server, session)
@@ -152,6 +161,29 @@ class KindBackend:
                                                 "fake_gpus_per_worker": gpus.count if gpus else 0}})
         return ClusterAccess(endpoint=endpoint, kubeconfig=self.cluster.kubeconfig, metrics=targets, facts=facts,
                              started_pids=started, real_nodes=KindRealNodes(self.cluster, workers, shared))
+
+    def _netns_recorder(self, nodes: list[str]) -> netns.Recorder:
+        """What records the network namespace podman gives each of ``nodes`` (kind's container names)."""
+        podman = self.podman
+        assert podman is not None
+
+        def inspect(names: Sequence[str]) -> str:
+            # exits non-zero when one of them does not exist (yet, or any more); the others are printed
+            try:
+                return podman.run(["container", "inspect", "--format", netns.INSPECT_FORMAT, *names], timeout_s=30,
+                                  check=False).stdout
+            except subprocess.TimeoutExpired:  # a container lock held by a killed podman: nothing this time
+                return ""
+
+        return netns.Recorder(inspect, nodes)
+
+    def _remove_recorded_netns(self) -> list[str]:
+        """After the node containers went: the recorded namespaces podman's teardown left (:mod:`netns`)."""
+        podman, recorder = self.podman, self.netns
+        if podman is None or recorder is None:
+            return []
+        ops = netns.SystemOps(lambda c: podman.run(["container", "exists", c], check=False).returncode == 0)
+        return netns.remove_recorded(recorder.recorded, ops)
 
     def _remove_orphan_volumes(self, nodes: list[str]) -> None:
         """After a creation that did not finish: the ``/var`` volumes kind made for nodes whose containers it
@@ -217,8 +249,14 @@ class KindBackend:
             self.gpus = None
         if self.cluster is not None and self.cluster.created and not self.settings.keep_cluster:
             log(f"deleting the kind cluster {self.cluster.name} this run created")
+            if self.netns is not None:  # while the containers exist: each one's namespace, as podman has it
+                self.netns.record()
             delete_kind_cluster(self.cluster)
             self.cluster = None
+        if self.cluster is None:  # deleted now, or by the creation that did not finish (recorded meanwhile)
+            for line in self._remove_recorded_netns():
+                log(f"put back: {line}")
+            self.netns = None
         if self.podman is not None and (self.cluster is None or not self.cluster.created):
             # kind leaves its network; in our own podman it is ours, and goes once no container uses it
             used = self.podman.run(["ps", "--all", "--quiet", "--filter", f"network={KIND_NETWORK}"],
