@@ -320,6 +320,10 @@ def test_kueue_metrics_cert_only_in_its_namespace_and_down_leaves_nothing(batch:
     assert "kueue" in stopped
     for name, pid in pids.items():
         assert not Path(f"/proc/{pid}").exists() or _zombie_or_other(pid), f"{name} (pid {pid}) still runs"
+    # Kueue's mounts live in its own mount namespace, which the kernel takes down only as the process's last
+    # thread exits: once (CI, 2026-12-07) the pid check above passed and Kueue's mountinfo still listed them
+    # a moment later. Wait for that event, bounded, then assert.
+    wait_until("Kueue's mount namespace gone", lambda: not _mount_lines("hollowscale-kueue"), 30)
     assert _mount_lines(str(b.local.dir)) == []
     assert _mount_lines("hollowscale-kueue") == []
     assert not Path("/etc/kueue").exists() and not b.local.dir.exists()
