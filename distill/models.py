@@ -21,6 +21,13 @@ from torch import nn
 from distill.data import NUM_CLASSES
 
 
+def cache_dir() -> Path:
+    """$HOLLOWSCALE_CACHE/distill, default ~/.cache/hollowscale/distill: the teacher checkpoints and
+    PyTorch's compile cache (distill is an engine and cannot ask hollowscale.paths)."""
+    base = os.environ.get("HOLLOWSCALE_CACHE") or str(Path.home() / ".cache" / "hollowscale")
+    return Path(base) / "distill"
+
+
 def keep_torch_caches_out_of_tmp() -> str | None:
     """Point PyTorch's compile cache (``$TORCHINDUCTOR_CACHE_DIR``) at hollowscale's cache folder
     (``$HOLLOWSCALE_CACHE/distill/torchinductor``, default under ``~/.cache/hollowscale``), unless the
@@ -33,8 +40,7 @@ def keep_torch_caches_out_of_tmp() -> str | None:
     """
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         return None
-    base = os.environ.get("HOLLOWSCALE_CACHE") or str(Path.home() / ".cache" / "hollowscale")
-    folder = Path(base) / "distill" / "torchinductor"
+    folder = cache_dir() / "torchinductor"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -20,15 +20,9 @@ import torch
 import torch.nn.functional as F
 
 from distill.data import Dataset, augment, load_fashion_mnist
-from distill.models import TEACHER_CONFIG, ConvNet, NetConfig, evaluate, save_checkpoint
+from distill.models import TEACHER_CONFIG, ConvNet, NetConfig, cache_dir, evaluate, save_checkpoint
 
 log = logging.getLogger("distill.train_teacher")
-
-
-def cache_dir() -> Path:
-    """$HOLLOWSCALE_CACHE/distill, default ~/.cache/hollowscale/distill."""
-    base = os.environ.get("HOLLOWSCALE_CACHE") or str(Path.home() / ".cache" / "hollowscale")
-    return Path(base) / "distill"
 
 
 def default_checkpoint(quick: bool = False) -> Path:
