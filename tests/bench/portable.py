@@ -53,8 +53,24 @@ def portable_path(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1] or path
 
 
+def _known_roots() -> list[str]:
+    """The repository, home and temp folders as they are on this machine, whatever their first component."""
+    roots: set[str] = set()
+    for root in (str(REPO), str(Path.home()), tempfile.gettempdir(), "/tmp"):
+        roots.update(form.rstrip("/") for form in (root, os.path.realpath(root)) if form.rstrip("/"))
+    return sorted(roots, key=len, reverse=True)
+
+
+def _known_path() -> re.Pattern[str]:
+    """An absolute path in one of :func:`_known_roots` that starts a token: the checkout may live anywhere
+    (``/check/work/main``, ``/builds/x``), not only below a folder of :data:`MACHINE_ROOTS`."""
+    alternatives = "|".join(re.escape(root) for root in _known_roots())
+    return re.compile(r"(?<![\w.~:/-])(?:" + alternatives + r")(?=$|[/\s\"'`,;)\]])[^\s\"'`,;)\]]*")
+
+
 def portable_text(text: str) -> str:
     """``text`` with every machine path in it rewritten (:func:`portable_path`)."""
+    text = _known_path().sub(lambda m: portable_path(m.group(0)), text)
     return _PATH.sub(lambda m: portable_path(m.group(0)), text)
 
 
