@@ -40,7 +40,8 @@ YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rat
         gang: {min_members: all}    # all (sum of the replicas) | N (1 <= N <= that sum); Job and Pod only
         queued: true                # to the tenant's queue when the run has Kueue (or Volcano); Job only
         kueue_priority_class: batch-high   # Kueue WorkloadPriorityClass label; only with queued: true
-        topology: {level: rack, mode: require}   # rack | zone; require (default) | prefer
+        topology: {level: rack, mode: require}   # a level of the pools (rack | zone always); require | prefer
+                                    # slice_level: host, slice_size: 4   (Kueue slices, both or neither)
     arrival:
       curve: ramp                   # constant | ramp | steps | poisson | spike
       start_rate: 0.2
@@ -61,6 +62,8 @@ switches per run variant)::
     gang_scheduling: false          # the cluster has the in-tree gang gates (scheduling.k8s.io/v1alpha2)
     kueue: false                    # the cluster runs Kueue
     volcano: false                  # the cluster runs Volcano (not with kueue or gang_scheduling)
+    topology: affinity              # how workload topology renders (TOPOLOGY_RENDERINGS), per run variant
+    topology_keys: {block: hollowscale.io/topology-block}   # level name -> node label key (the pools')
 
 What they render is in :mod:`loadgen.workloads`.  Rules beyond the field types: a gang's
 ``min_members`` is at most the instance's pods; a gang's roles run each pod once (completions unset
@@ -112,8 +115,13 @@ from kubecore.yamlfile import MAX_BYTES, load_yaml
 WORKLOAD_KINDS = ("Job", "Pod", "Deployment")
 TOPOLOGY_LEVELS = ("rack", "zone")
 TOPOLOGY_MODES = ("prefer", "require")
-#: the node label of each topology level, as hollow's pools write it (hollow.nodebody.RACK_LABEL for racks)
+#: the node label of each built-in topology level, as hollow's pools write it (hollow.nodebody.RACK_LABEL for
+#: racks); a load spec's ``topology_keys`` (the pools' level names, resolved by the scenario) adds and overrides
 TOPOLOGY_KEYS: dict[str, str] = {"rack": "hollowscale.io/rack", "zone": "topology.kubernetes.io/zone"}
+#: how a run variant renders workload topology (see :mod:`loadgen.workloads`): ``none`` ignores it,
+#: ``affinity`` is pod affinity or the PodGroup's constraint (``require`` with a PodGroup), ``kueue-*`` are
+#: Kueue's TAS pod-template annotations, ``intree`` the PodGroup's ``schedulingConstraints.topology``
+TOPOLOGY_RENDERINGS = ("none", "affinity", "kueue-required", "kueue-preferred", "kueue-slice", "intree")
 #: Volcano names a Job's pods ``<job>-<task>-<index>`` and refuses names over 63 characters; the job name
 #: loadgen gives is at least this long (a 10-hex-digit hash)
 VOLCANO_JOB_NAME_MIN = 10
@@ -216,8 +224,10 @@ if TYPE_CHECKING:
     TolerationSeconds = int
     ExitCodes = dict[int, float]
     MinMembers = int | Literal["all"]
-    TopologyLevel = Literal["rack", "zone"]
+    TopologyLevel = str
     TopologyMode = Literal["prefer", "require"]
+    TopologyRendering = Literal["none", "affinity", "kueue-required", "kueue-preferred", "kueue-slice", "intree"]
+    SliceSize = int
 else:
     WorkloadKind = one_of(*WORKLOAD_KINDS)
     Curve = one_of(*CURVES)
@@ -234,8 +244,10 @@ else:
     TolerationSeconds = number(0, integer=True)
     ExitCodes = Annotated[dict[int, float], leaf(_exit_codes)]
     MinMembers = Annotated[int | str, leaf(_min_members)]
-    TopologyLevel = one_of(*TOPOLOGY_LEVELS)
+    TopologyLevel = DnsLabel
     TopologyMode = one_of(*TOPOLOGY_MODES)
+    TopologyRendering = one_of(*TOPOLOGY_RENDERINGS)
+    SliceSize = number(1, 100000, integer=True)
 
 
 def _g(seconds: float) -> str:
@@ -427,23 +439,48 @@ class GangSpec(Spec):
 
 
 class TopologySpec(Spec):
-    """The instance's pods in one topology domain (rack or zone, by the node labels of :data:`TOPOLOGY_KEYS`).
+    """The instance's pods in one topology domain of a level of the pools (and, for Kueue, in slices).
 
     Attributes:
-        level: ``rack`` (``hollowscale.io/rack``) or ``zone`` (``topology.kubernetes.io/zone``).
+        level: a level name of the pools the workload lands on (``block``, ``rack``, ...; the scenario
+            resolves it to a node label key, see :attr:`LoadSpec.topology_keys`); ``rack``
+            (``hollowscale.io/rack``) and ``zone`` (``topology.kubernetes.io/zone``) always resolve.
         mode: ``require`` (all in one domain or not scheduled) or ``prefer`` (a scoring preference).
+        slice_level: with ``slice_size``, Kueue's slices: every ``slice_size`` pods in one domain of this
+            level (variant ``kueue-slice``); None without slices.
+        slice_size: pods per slice (must divide the gang; checked by the scenario), or None.
     """
 
     level: TopologyLevel
     mode: TopologyMode = "require"
+    slice_level: TopologyLevel | None = None
+    slice_size: SliceSize | None = None
+
+    @model_validator(mode="after")
+    def _slice_pair(self) -> TopologySpec:
+        if (self.slice_level is None) != (self.slice_size is None):
+            given, missing = ("slice_level", "slice_size") if self.slice_size is None else ("slice_size", "slice_level")
+            raise_problems("TopologySpec", [((missing,), f"expected {missing} together with {given} (Kueue needs "
+                                            "both), got none")])
+        return self
 
     @property
     def key(self) -> str:
-        """The node label whose value names a domain."""
+        """The node label of a built-in level (``rack``, ``zone``); other levels: :meth:`key_in`."""
         return TOPOLOGY_KEYS[self.level]
 
+    def key_in(self, keys: Mapping[str, str], level: str | None = None) -> str:
+        """The node label whose value names a domain of ``level`` (default :attr:`level`): the spec's
+        ``topology_keys`` first, then :data:`TOPOLOGY_KEYS`."""
+        name = self.level if level is None else level
+        return keys.get(name) or TOPOLOGY_KEYS[name]
+
     def to_doc(self) -> dict[str, Any]:
-        return {"level": self.level, "mode": self.mode}
+        doc: dict[str, Any] = {"level": self.level, "mode": self.mode}
+        if self.slice_level is not None:
+            doc["slice_level"] = self.slice_level
+            doc["slice_size"] = self.slice_size
+        return doc
 
 
 class WorkloadSpec(Spec):
@@ -463,7 +500,7 @@ class WorkloadSpec(Spec):
         queued: submitted to the tenant's queue (Kueue LocalQueue, Volcano queue) when the run has one; Job only.
         kueue_priority_class: Kueue WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``) of a
             queued Job, or None; ``priority_class`` stays the pods' PriorityClass.
-        topology: keep the instance's pods in one rack or zone (:class:`TopologySpec`), or None.
+        topology: keep the instance's pods in one domain of a topology level (:class:`TopologySpec`), or None.
         same_duration: every pod of an instance runs for one duration, drawn once per instance from
             ``run_duration`` (a distillation student and its teachers finish together); roles may then
             not override ``run_duration``.
@@ -817,6 +854,9 @@ class LoadSpec(Spec):
         kueue: the cluster runs Kueue: queued Jobs are created suspended with the tenant's LocalQueue label.
         volcano: the cluster runs Volcano: Job workloads become Volcano Jobs (one per instance, a task per
             role), gang Pods get a Volcano PodGroup, every pod is scheduled by Volcano.
+        topology: how workload topology renders in this run variant (:data:`TOPOLOGY_RENDERINGS`).
+        topology_keys: level name -> node label key of the pools' topology levels (the scenario resolves
+            them; :data:`TOPOLOGY_KEYS` fills in ``rack`` and ``zone``).
     """
 
     name: DnsLabel
@@ -828,6 +868,8 @@ class LoadSpec(Spec):
     gang_scheduling: bool = False
     kueue: bool = False
     volcano: bool = False
+    topology: TopologyRendering = "affinity"
+    topology_keys: dict[DnsLabel, QualifiedName] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _batch(self) -> LoadSpec:
@@ -845,6 +887,7 @@ class LoadSpec(Spec):
         if self.volcano and self.gang_scheduling:
             problems.append((("volcano",), "expected only one of volcano and gang_scheduling (Volcano schedules "
                              "its pods itself, kube-scheduler's gang gates never see them)"))
+        problems += self._topology_problems()
         for i, w in enumerate(self.workloads):
             if self.kueue and w.queued and not self.tenants:
                 problems.append((("workloads", i, "queued"), "kueue needs a LocalQueue to submit to: give tenants "
@@ -863,6 +906,34 @@ class LoadSpec(Spec):
                                      f"with volcano: true, got {len(role.name)}"))
         raise_problems("LoadSpec", problems)
         return self
+
+    def _topology_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Levels resolve to a label key; a variant's rendering gets what it needs (Kueue, a gang)."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        known = sorted({*TOPOLOGY_KEYS, *self.topology_keys})
+        kueue_tas = self.topology.startswith("kueue-")
+        if kueue_tas and not self.kueue:
+            problems.append((("topology",), f"topology {self.topology} renders Kueue's TAS annotations: expected "
+                             "kueue: true"))
+        if self.topology == "intree" and not self.gang_scheduling:
+            problems.append((("topology",), "topology intree is the PodGroup's schedulingConstraints: expected "
+                             "gang_scheduling: true"))
+        for i, w in enumerate(self.workloads):
+            t = w.topology
+            if t is None:
+                continue
+            for field_name in ("level", "slice_level"):
+                level = getattr(t, field_name)
+                if level is not None and level not in self.topology_keys and level not in TOPOLOGY_KEYS:
+                    problems.append((("workloads", i, "topology", field_name), f"expected a level of the pools "
+                                     f"({', '.join(known)}), got {level!r}"))
+            if kueue_tas and not w.queued:
+                problems.append((("workloads", i, "queued"), f"topology {self.topology} places queued Jobs (Kueue "
+                                 "admits them): expected queued: true"))
+            if self.topology == "intree" and w.gang is None:
+                problems.append((("workloads", i, "gang"), "topology intree constrains the instance's PodGroup: "
+                                 "expected a gang"))
+        return problems
 
     def namespaces(self) -> tuple[str, ...]:
         """The namespaces instances are created in (the tenants', in order, else ``namespace``)."""
@@ -892,6 +963,10 @@ class LoadSpec(Spec):
         for key in ("gang_scheduling", "kueue", "volcano"):
             if getattr(self, key):
                 doc[key] = True
+        if self.topology != "affinity":
+            doc["topology"] = self.topology
+        if self.topology_keys:
+            doc["topology_keys"] = dict(self.topology_keys)
         return doc
 
     def with_namespace(self, namespace: str) -> LoadSpec:
@@ -988,6 +1063,7 @@ __all__ = [
     "CURVES",
     "CURVE_KEYS",
     "TOPOLOGY_KEYS",
+    "TOPOLOGY_RENDERINGS",
     "WORKLOAD_KINDS",
     "ArrivalSpec",
     "ClaimSpec",

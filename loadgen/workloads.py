@@ -20,9 +20,23 @@ Batch workloads (see :mod:`loadgen.spec`: ``gang``, ``queued``, ``topology``; th
   Workloads, also in the run variants that do not gang-schedule;
 * queued + ``kueue``: the Job is created suspended with :data:`LABEL_KUEUE_QUEUE` (the tenant's
   LocalQueue) and, when given, :data:`LABEL_KUEUE_PRIORITY`;
-* topology ``require`` with a PodGroup: ``schedulingConstraints.topology[{key}]``; otherwise pod affinity
-  on the instance's own labels with the level's node label as ``topologyKey`` (required or preferred;
-  required works for the first pod too: a pod matching its own affinity term may start a domain);
+* topology, as the spec's ``topology`` rendering says (the level's node label from the spec's
+  ``topology_keys``, else :data:`loadgen.spec.TOPOLOGY_KEYS`):
+
+  - ``affinity`` (the default): ``require`` with a PodGroup: ``schedulingConstraints.topology[{key}]``;
+    otherwise pod affinity on the instance's own labels with the level's node label as ``topologyKey``
+    (required or preferred; required works for the first pod too: a pod matching its own affinity term
+    may start a domain);
+  - ``none``: nothing (the baseline a topology variant is compared with);
+  - ``intree``: the PodGroup's ``schedulingConstraints.topology[{key}]`` (gangs with ``gang_scheduling``);
+  - ``kueue-required`` / ``kueue-preferred`` (queued Jobs): the pod-template annotation
+    :data:`ANN_KUEUE_REQUIRED` / :data:`ANN_KUEUE_PREFERRED` = the level's key; Kueue's TAS picks the
+    domain at admission and its ungater pins each pod there;
+  - ``kueue-slice`` (queued Jobs): with the workload's ``slice_level``/``slice_size``,
+    :data:`ANN_KUEUE_SLICE` = the slice level's key and :data:`ANN_KUEUE_SLICE_SIZE`, plus the outer level
+    as required/preferred (by ``mode``) when it differs from the slice level (a slice-only request is
+    Kueue's "unconstrained" outer level); a workload without slices renders as ``kueue-required`` /
+    ``kueue-preferred`` by its ``mode``;
 * ``volcano``: a Job workload is one Volcano Job per instance (``batch.volcano.sh/v1alpha1``, a task per
   role, ``minAvailable`` = gang minimum, else 1); a gang of bare Pods gets a Volcano PodGroup
   (``scheduling.volcano.sh/v1beta1``) named in each pod's ``scheduling.k8s.io/group-name`` annotation.
@@ -77,6 +91,11 @@ ANN_GANG_MIN = "hollowscale.io/gang-min"
 #: Kueue's labels on a queued Job: its LocalQueue and its WorkloadPriorityClass
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+#: Kueue's TAS pod-template annotations (kueue.x-k8s.io/v1beta2 topology_types.go, Kueue v0.17.0)
+ANN_KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+ANN_KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+ANN_KUEUE_SLICE = "kueue.x-k8s.io/podset-slice-required-topology"
+ANN_KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 #: the pod annotation that puts a pod into a Volcano PodGroup
 ANN_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 #: the podGroupTemplate of every Workload loadgen creates
@@ -197,6 +216,7 @@ class _Plan:
         kueue: created suspended with the tenant's LocalQueue label (``kueue`` and ``queued``).
         volcano_queue: the Volcano objects name the tenant's queue (``volcano``, ``queued``, tenants).
         topology_key: node label of the PodGroup's topology constraint, or None.
+        kueue_topology: Kueue TAS pod-template annotations (empty without).
         affinity: ``required`` / ``preferred`` pod affinity on the instance, or None.
         affinity_key: its topologyKey.
         scheduler: ``spec.schedulerName`` of the pods.
@@ -217,6 +237,23 @@ class _Plan:
     scheduler: str
     name_room: int
     shared_claims: bool = False
+    kueue_topology: tuple[tuple[str, str], ...] = ()
+
+
+def _kueue_topology(spec: LoadSpec, w: WorkloadSpec) -> tuple[tuple[str, str], ...]:
+    """Kueue's TAS annotations of a queued Job's pod template in a ``kueue-*`` rendering (empty otherwise)."""
+    topo = w.topology
+    if topo is None or not (spec.kueue and w.queued) or not spec.topology.startswith("kueue-"):
+        return ()
+    keys = spec.topology_keys
+    outer = ANN_KUEUE_REQUIRED if spec.topology == "kueue-required" else ANN_KUEUE_PREFERRED \
+        if spec.topology == "kueue-preferred" else ANN_KUEUE_REQUIRED if topo.mode == "require" else ANN_KUEUE_PREFERRED
+    if spec.topology != "kueue-slice" or topo.slice_level is None:
+        return ((outer, topo.key_in(keys)),)
+    out = [(ANN_KUEUE_SLICE, topo.key_in(keys, topo.slice_level)), (ANN_KUEUE_SLICE_SIZE, str(topo.slice_size))]
+    if topo.level != topo.slice_level:
+        out.insert(0, (outer, topo.key_in(keys)))
+    return tuple(out)
 
 
 def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
@@ -224,10 +261,16 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
     podgroup = gang_min is not None and spec.gang_scheduling and not spec.volcano
     volcano_job = spec.volcano and w.kind == "Job"
     topo = w.topology
-    topology_key = topo.key if topo is not None and topo.mode == "require" and podgroup else None
+    rendering = spec.topology
+    key = topo.key_in(spec.topology_keys) if topo is not None else ""
+    topology_key = None
     affinity = None
-    if topo is not None and topology_key is None:
-        affinity = "required" if topo.mode == "require" else "preferred"
+    if topo is not None and rendering == "affinity":
+        topology_key = key if topo.mode == "require" and podgroup else None
+        if topology_key is None:
+            affinity = "required" if topo.mode == "require" else "preferred"
+    elif topo is not None and rendering == "intree" and podgroup:
+        topology_key = key
     scheduler = spec.scheduler_name
     if spec.volcano and scheduler == DEFAULT_SCHEDULER:
         scheduler = VOLCANO_SCHEDULER
@@ -238,9 +281,10 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
         batch=False, gang_min=gang_min, podgroup=podgroup, volcano_job=volcano_job,
         volcano_podgroup=spec.volcano and gang_min is not None and w.kind == "Pod",
         kueue=spec.kueue and w.queued, volcano_queue=spec.volcano and w.queued and bool(spec.tenants),
-        topology_key=topology_key, affinity=affinity, affinity_key=topo.key if topo is not None else "",
+        topology_key=topology_key, affinity=affinity, affinity_key=key,
         scheduler=scheduler, name_room=max(room, VOLCANO_JOB_NAME_MIN),
         shared_claims=any(r.claim is not None and r.claim.shared == "instance" for r in w.roles),
+        kueue_topology=_kueue_topology(spec, w),
     )
     return replace(plan, batch=gang_min is not None or plan.kueue or topo is not None or spec.volcano)
 
@@ -472,6 +516,7 @@ class WorkloadMix:
                     pod_spec["schedulingGroup"] = {"podGroupName": group}
                 elif plan.volcano_podgroup:
                     annotations[ANN_VOLCANO_GROUP] = group
+            annotations.update(plan.kueue_topology)
             if plan.affinity is not None:
                 term = {"labelSelector": {"matchLabels": {LABEL_RUN: self.run_id, LABEL_INSTANCE: instance}},
                         "topologyKey": plan.affinity_key}

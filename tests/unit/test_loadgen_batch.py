@@ -398,9 +398,14 @@ def test_bad_workload_batch_fields_are_worded() -> None:
     assert _errors([_w(queued=True, kueue_priority_class="p" * 64)]) == [
         "workloads[0].kueue_priority_class: expected at most 63 characters (the name is written as a label value), "
         "got 64"]
-    assert _errors([_w(topology={"level": "row", "mode": "always"})]) == [
-        "workloads[0].topology.level: expected one of rack, zone, got 'row'",
+    assert _errors([_w(topology={"level": "rack", "mode": "always"})]) == [
         "workloads[0].topology.mode: expected one of prefer, require, got 'always'"]
+    # a level is any DNS label; the load spec resolves it (its topology_keys, else rack and zone)
+    assert _errors([_w(topology={"level": "row"})]) == [
+        "workloads[0].topology.level: expected a level of the pools (rack, zone), got 'row'"]
+    assert _errors([_w(topology={"level": "Row"})]) == [
+        "workloads[0].topology.level: expected a lowercase DNS label (a-z, 0-9, '-', at most 63 characters), "
+        "got str 'Row'"]
     assert _errors([_w(topology={"mode": "prefer"})]) == ["workloads[0].topology.level: is required"]
     assert _errors([_w(gang={}, roles=[{"name": "r", "replicas": 2, "completions": 4}])]) == [
         "workloads[0].roles[0].completions: a gang runs each pod once: expected completions unset or equal to "
