@@ -14,6 +14,16 @@ A pools file (or the ``pools:`` section of a scenario) describes groups of ident
         pod_cidr: 10.64.0.0/12         # the pool's pod range; each node gets one /pod_cidr_mask_size
         pod_cidr_mask_size: 24
         topology: {region: local, zones: [zone-a, zone-b], racks_per_zone: 4}
+                                       # or nested domains (not together with zones/racks_per_zone):
+        # topology:
+        #   levels:                    # coarse to fine; node i's domain at a level = i // nodes-per-domain
+        #     - {name: block, label: hollowscale.io/topology-block, fanout: 8}    # 8 racks per block
+        #     - {name: rack, label: hollowscale.io/topology-rack, fanout: 32}     # 32 hosts per rack
+        #     - {name: host, label: kubernetes.io/hostname}                        # one node per domain
+        #   shape: dgx-blocks          # or ready-made levels instead: kueue-perf | gb200-nvl72 | dgx-blocks
+        #   nvlink_label: nvidia.com/gpu.clique    # one NVLink domain per rack (value: the rack's value)
+        #   spread_factors: {rack: 1.13, block: 1.3, cluster: 1.3}   # gang run time x factor by spread
+        #   unhealthy: {not_ready: 2, tainted: 1}  # nodes kept NotReady / tainted (seeded by the pool name)
         lifecycle:                     # defaults for pods without hollowscale.io/* annotations
           startup_delay: 1s            # a duration or a distribution (see kubecore.distributions)
           run_duration: {dist: uniform, min: 20s, max: 40s}   # or forever (the default)
@@ -44,10 +54,13 @@ against ``context={"base_dir": ...}`` given to ``model_validate`` (the current f
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import random
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -194,25 +207,232 @@ class Taint(Spec):
     effect: Effect
 
 
+#: the label keys of the ready-made shapes
+BLOCK_LABEL = "hollowscale.io/topology-block"
+TOPOLOGY_RACK_LABEL = "hollowscale.io/topology-rack"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NVLINK_LABEL = "nvidia.com/gpu.clique"
+#: the key of :meth:`Topology.spread_factor` for a gang that no single top-level domain holds
+CLUSTER = "cluster"
+#: the taint of the nodes ``unhealthy.tainted`` picks (key, value, effect)
+UNHEALTHY_TAINT: tuple[str, str, str] = ("hollowscale.io/unhealthy", "true", "NoSchedule")
+#: spread factors when ``spread_factors`` does not name a level: the last level (one node), the one above
+#: it (a rack), and every coarser level and ``cluster`` (from Volcano's task-topology measurements: VGG16
+#: ran 13-30 % faster packed than spread)
+DEFAULT_FACTOR_LAST = 1.0
+DEFAULT_FACTOR_ABOVE_LAST = 1.13
+DEFAULT_FACTOR_COARSER = 1.3
+
+Shape = Literal["kueue-perf", "gb200-nvl72", "dgx-blocks"]
+SHAPES: tuple[str, ...] = get_args(Shape)
+Fanout = Annotated[int, validator_of(number(1, MAX_NODES, integer=True))]
+SpreadFactor = Annotated[float, validator_of(number())]  # >= 1: checked with the keys, all at once
+
+
+class TopologyLevel(Spec):
+    """One level of nested topology domains (a block, a rack, a host).
+
+    Attributes:
+        name: the level's name, what a workload's ``topology.level`` names (``block``, ``rack``, ``host``).
+        label: the node label key that holds a node's domain at this level (``kubernetes.io/hostname``
+            for the last level: its values are then the node names).
+        fanout: domains of the next level inside one domain of this one; required on every level but
+            the last, which has none (one node per domain).
+        values: the names of this level's domains in the pool, in node order (one per domain); default
+            ``<pool>-<name><k>`` (``k`` counted over the pool), the node name for ``kubernetes.io/hostname``.
+            A value may repeat under different parents (a domain is the path of values from the top), not
+            inside one parent.
+    """
+
+    name: DnsLabel
+    label: QualifiedName
+    fanout: Fanout | None = None
+    values: tuple[NonEmptyLabelValue, ...] = ()
+
+
+def _shape_levels(shape: str) -> tuple[TopologyLevel, ...]:
+    """The ready-made levels of a shape (see :attr:`Topology.shape`)."""
+    host = TopologyLevel(name="host", label=HOSTNAME_LABEL)
+    if shape == "kueue-perf":
+        return (TopologyLevel(name="block", label=BLOCK_LABEL, fanout=10),
+                TopologyLevel(name="rack", label=TOPOLOGY_RACK_LABEL, fanout=64), host)
+    if shape == "gb200-nvl72":
+        return (TopologyLevel(name="rack", label=TOPOLOGY_RACK_LABEL, fanout=18), host)
+    return (TopologyLevel(name="block", label=BLOCK_LABEL, fanout=8),
+            TopologyLevel(name="rack", label=TOPOLOGY_RACK_LABEL, fanout=32), host)
+
+
+class UnhealthySpec(Spec):
+    """Nodes of the pool that exist but take no pods, sprinkled among the healthy ones.
+
+    The nodes are picked once, deterministically: a ``random.Random`` seeded with the CRC-32 of the pool
+    name samples ``not_ready + tainted`` distinct indices of the pool; the first ``not_ready`` are
+    NotReady, the rest tainted (every agent and every restart picks the same nodes).
+
+    Attributes:
+        not_ready: nodes registered with condition Ready False (reason ``HollowscaleNotReady``); they keep
+            renewing their Lease, so the node lifecycle controller taints them but nothing deletes them.
+        tainted: nodes Ready but tainted ``hollowscale.io/unhealthy=true:NoSchedule``.
+    """
+
+    not_ready: Count = 0
+    tainted: Count = 0
+
+
 class Topology(Spec):
-    """How a pool's nodes spread over failure domains (round-robin over zones, then racks).
+    """Where a pool's nodes sit: zones and racks (round-robin), or nested domains (``levels``/``shape``).
 
     Attributes:
         region: value of ``topology.kubernetes.io/region`` or None.
         zones: values of ``topology.kubernetes.io/zone``; node ``i`` is in ``zones[i % len(zones)]``.
         racks_per_zone: racks per zone; label ``hollowscale.io/rack`` = ``<zone>-rack-<k>``.
+        levels: nested domains, coarse to fine (not with ``shape``, ``zones`` or ``racks_per_zone``):
+            node ``i`` is in domain ``i // n`` of a level whose domains hold ``n`` nodes each (the product
+            of the fanouts below it), so consecutive nodes share a rack; the pool's count must be a
+            multiple of the product of all fanouts (one top-level domain per that many nodes).
+        shape: ready-made levels instead of ``levels``: ``kueue-perf`` block (fanout 10) > rack (fanout 64)
+            > host (Kueue's TAS performance test); ``gb200-nvl72`` rack (fanout 18) > host, with
+            ``nvlink_label`` ``nvidia.com/gpu.clique`` (18 nodes of 4 GPUs per NVL72 rack); ``dgx-blocks``
+            block (fanout 8) > rack (fanout 32) > host.  Labels: block ``hollowscale.io/topology-block``,
+            rack ``hollowscale.io/topology-rack``, host ``kubernetes.io/hostname``.
+        nvlink_label: a label key holding the node's NVLink domain: one per domain of the level above
+            the last (the rack), its value the rack's value; None: no such label (``gb200-nvl72``:
+            ``nvidia.com/gpu.clique``).
+        spread_factors: level name or ``cluster`` -> factor >= 1 by which a gang member's run time
+            stretches when the smallest domain holding all its gang's members is one domain of that
+            level (``cluster``: no top-level domain holds them all).  Levels left out: the last 1.0,
+            the one above it 1.13, coarser ones and ``cluster`` 1.3.
+        unhealthy: nodes kept NotReady or tainted (``UnhealthySpec``).
     """
 
     region: NonEmptyLabelValue | None = None
     zones: tuple[NonEmptyLabelValue, ...] = ()
     racks_per_zone: Racks = 0
+    levels: tuple[TopologyLevel, ...] = ()
+    shape: Annotated[Shape, validator_of(one_of(*SHAPES))] | None = None
+    nvlink_label: QualifiedName | None = None
+    spread_factors: dict[str, SpreadFactor] = Field(default_factory=dict)
+    unhealthy: UnhealthySpec = UnhealthySpec()
 
     @model_validator(mode="after")
-    def _racks_need_zones(self) -> Topology:
+    def _consistent(self) -> Topology:
+        problems: Problems = []
         if self.racks_per_zone and not self.zones:
-            raise_problems("Topology", [(("zones",), "expected at least one zone when racks_per_zone is set, "
-                                                     "got none")])
+            problems.append((("zones",), "expected at least one zone when racks_per_zone is set, got none"))
+        nested = "shape" if self.shape is not None else "levels" if self.levels else None
+        if self.levels and self.shape is not None:
+            problems.append((("shape",), f"expected shape or levels, not both (got shape {self.shape!r} and "
+                                         f"{len(self.levels)} levels)"))
+        if nested and (self.zones or self.racks_per_zone):
+            problems.append(((nested,), "expected no zones or racks_per_zone with nested levels (levels or "
+                                        "shape replace them), got both"))
+        levels = self.resolved_levels()
+        problems += _level_problems(self.levels)  # also beside a shape: every problem at once
+        names = [lv.name for lv in levels]
+        if self.nvlink_label is not None:
+            if len(levels) < 2:
+                problems.append((("nvlink_label",), "expected at least two levels (one NVLink domain per domain "
+                                                    f"of the level above the last), got {len(levels)}"))
+            elif self.nvlink_label in (lv.label for lv in levels):
+                problems.append((("nvlink_label",), f"expected a label key no level uses, got "
+                                                    f"{self.nvlink_label!r}"))
+        for key, factor in self.spread_factors.items():
+            if factor < 1.0:
+                problems.append((("spread_factors", key), f"expected a number >= 1, got {factor:g}"))
+            if key not in names and (key != CLUSTER or not names):
+                known = ", ".join([*names, CLUSTER]) if names else f"none without levels or shape, not even {CLUSTER}"
+                problems.append((("spread_factors", key), f"expected a level name or {CLUSTER} ({known}), "
+                                                          f"got {key!r}"))
+        raise_problems("Topology", problems)
         return self
+
+    def resolved_levels(self) -> tuple[TopologyLevel, ...]:
+        """The levels, coarse to fine, the shape expanded (empty without levels or shape)."""
+        return _shape_levels(self.shape) if self.shape is not None else self.levels
+
+    def nvlink(self) -> str | None:
+        """The NVLink label key in force (``gb200-nvl72`` brings ``nvidia.com/gpu.clique``), or None."""
+        if self.nvlink_label is None and self.shape == "gb200-nvl72":
+            return NVLINK_LABEL
+        return self.nvlink_label
+
+    def level_labels(self) -> tuple[tuple[str, str], ...]:
+        """``(name, label key)`` of each level, coarse to fine, after shape expansion."""
+        return tuple((lv.name, lv.label) for lv in self.resolved_levels())
+
+    def spread_factor(self, level: str) -> float:
+        """How much a gang's run time stretches when one domain of ``level`` (or ``cluster``) is the
+        smallest holding all its members: ``spread_factors`` or the defaults (see the attribute).
+
+        Raises:
+            ValueError: ``level`` is neither one of the levels nor ``cluster``.
+        """
+        given = self.spread_factors.get(level)
+        if given is not None:
+            return given
+        names = [lv.name for lv in self.resolved_levels()]
+        if level != CLUSTER and level not in names:
+            raise ValueError(f"expected a level name or {CLUSTER} ({', '.join([*names, CLUSTER])}), got {level!r}")
+        if names and level == names[-1]:
+            return DEFAULT_FACTOR_LAST
+        if len(names) >= 2 and level == names[-2]:
+            return DEFAULT_FACTOR_ABOVE_LAST
+        return DEFAULT_FACTOR_COARSER
+
+
+def _level_problems(levels: tuple[TopologyLevel, ...]) -> Problems:
+    """Checks of ``levels`` that need no count: names and labels unique, fanouts where needed, values
+    not repeated inside one parent domain."""
+    problems: Problems = []
+    seen_name: dict[str, int] = {}
+    seen_label: dict[str, int] = {}
+    last = len(levels) - 1
+    for i, lv in enumerate(levels):
+        if lv.name in seen_name:
+            problems.append((("levels", i, "name"), f"expected a name not used by levels[{seen_name[lv.name]}], "
+                                                    f"got {lv.name!r}"))
+        seen_name.setdefault(lv.name, i)
+        if lv.label in seen_label:
+            problems.append((("levels", i, "label"), f"expected a label key not used by "
+                                                     f"levels[{seen_label[lv.label]}], got {lv.label!r}"))
+        seen_label.setdefault(lv.label, i)
+        if i < last and lv.fanout is None:
+            problems.append((("levels", i, "fanout"), f"is required on every level but the last (how many "
+                                                      f"{levels[i + 1].name} domains one {lv.name} holds)"))
+        if i == last and lv.fanout is not None:
+            problems.append((("levels", i, "fanout"), f"expected none on the last level (one node per "
+                                                      f"{lv.name}), got {lv.fanout}"))
+        if lv.values and lv.label == HOSTNAME_LABEL:
+            problems.append((("levels", i, "values"), f"expected no values on the {HOSTNAME_LABEL} level (its "
+                                                      "values are the node names)"))
+        elif lv.values:
+            per_parent = levels[i - 1].fanout if i > 0 else None
+            first: dict[tuple[int, str], int] = {}
+            for j, value in enumerate(lv.values):
+                parent = j // per_parent if per_parent else 0
+                k = first.setdefault((parent, value), j)
+                if k != j:
+                    where = f"one {levels[i - 1].name}" if i > 0 else "the pool"
+                    problems.append((("levels", i, "values", j), f"expected a value not used by another "
+                                                                 f"{lv.name} of {where} (values[{k}]), got {value!r}"))
+    return problems
+
+
+def _domain_sizes(levels: Sequence[TopologyLevel]) -> list[int]:
+    """Nodes in one domain of each level: the product of the fanouts of the levels above the last below it."""
+    sizes = [1] * len(levels)
+    for i in range(len(levels) - 2, -1, -1):
+        sizes[i] = sizes[i + 1] * (levels[i].fanout or 1)
+    return sizes
+
+
+@functools.lru_cache(maxsize=256)
+def _pick_unhealthy(pool: str, count: int, not_ready: int, tainted: int) -> tuple[frozenset[int], frozenset[int]]:
+    """The deterministic pick of :class:`UnhealthySpec` (cached: every node of the pool asks)."""
+    if not not_ready and not tainted:
+        return frozenset(), frozenset()
+    picked = random.Random(zlib.crc32(pool.encode())).sample(range(count), min(count, not_ready + tainted))
+    return frozenset(picked[:not_ready]), frozenset(picked[not_ready:])
 
 
 def _stages(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
@@ -247,7 +467,8 @@ class PoolSpec(Spec):
         role: optional role name (adds ``node-role.kubernetes.io/<role>``).
         pod_cidr: the pool's pod network or None for the automatic range (10.0.0.0/8 by node ordinal).
         pod_cidr_mask_size: prefix length of each node's pod CIDR.
-        topology: zone/rack spread.
+        topology: zone/rack spread, or nested topology domains (``levels``/``shape``), spread factors
+            and unhealthy nodes.
         lifecycle: pod lifecycle defaults.
         stages: the pod lifecycle table, or None for :func:`hollow.stages.default_stages`.
         gpus: how the pool's ``nvidia.com/gpu`` are exposed (counted, DRA devices, both; see
@@ -290,8 +511,74 @@ class PoolSpec(Spec):
         if self.gpus is not None and self.gpu_count == 0 and self.gpus.publishes_slices:
             problems.append((("gpus",), f"expected {EXTENDED_RESOURCE} in resources (the pool's GPU count per "
                                         "node) when its GPUs are DRA devices"))
+        problems += self._topology_problems()
         raise_problems("PoolSpec", problems)
         return self
+
+    def _topology_problems(self) -> Problems:
+        """The topology checks that need the count and the pool's name and labels."""
+        topo = self.topology
+        problems: Problems = []
+        levels = topo.resolved_levels()
+        where = ("topology", "shape") if topo.shape is not None else ("topology", "levels")
+        sizes = _domain_sizes(levels)
+        if levels and sizes[0] and self.count % sizes[0]:
+            fanouts = " x ".join(str(lv.fanout) for lv in levels if lv.fanout is not None)
+            problems.append((where, f"expected levels whose fanouts divide the pool's count: each {levels[0].name} "
+                                    f"holds {sizes[0]} nodes ({fanouts}), so count must be a multiple of "
+                                    f"{sizes[0]}, got count {self.count}"))
+        elif levels and sizes[0]:
+            for i, (lv, size) in enumerate(zip(levels, sizes, strict=True)):
+                domains = self.count // size
+                if lv.values and len(lv.values) != domains:
+                    problems.append((("topology", "levels", i, "values"),
+                                     f"expected {domains} values (one per {lv.name} of the pool's {self.count} "
+                                     f"nodes), got {len(lv.values)}"))
+                if not lv.values and lv.label != HOSTNAME_LABEL and domains:
+                    longest = f"{self.name}-{lv.name}{domains - 1}"
+                    if len(longest) > 63:
+                        problems.append(((*where, i, "name") if topo.shape is None else where,
+                                         f"expected a shorter pool or level name: the default value {longest!r} "
+                                         f"is {len(longest)} characters, over 63 (or give values)"))
+        bad = sum((topo.unhealthy.not_ready, topo.unhealthy.tainted))
+        if bad > self.count:
+            problems.append((("topology", "unhealthy"), f"expected at most {self.count} unhealthy nodes "
+                                                        f"(not_ready + tainted <= the pool's count), got {bad}"))
+        keys = {label for _, label in topo.level_labels()} | ({topo.nvlink()} - {None})
+        for key in self.labels:
+            if key in keys and key != HOSTNAME_LABEL:
+                problems.append((("labels", key), "expected no label that topology sets on every node, "
+                                                  f"got {key!r}"))
+        return problems
+
+    def topology_labels(self, index: int) -> dict[str, str]:
+        """Node ``index``'s labels of the topology levels and the NVLink domain (empty without levels).
+
+        Its domain at a level holding ``n`` nodes each is ``index // n``; its value is the level's
+        ``values`` entry, else ``<pool>-<level><k>``, or the node name for ``kubernetes.io/hostname``.
+        """
+        topo = self.topology
+        levels = topo.resolved_levels()
+        if not levels:
+            return {}
+        out: dict[str, str] = {}
+        for lv, size in zip(levels, _domain_sizes(levels), strict=True):
+            k = index // size
+            if lv.label == HOSTNAME_LABEL:
+                out[lv.label] = self.node_name(index)
+            elif lv.values:
+                out[lv.label] = lv.values[k]
+            else:
+                out[lv.label] = f"{self.name}-{lv.name}{k}"
+        nvlink = topo.nvlink()
+        if nvlink is not None and len(levels) >= 2:
+            out[nvlink] = out[levels[-2].label]
+        return out
+
+    def unhealthy_nodes(self) -> tuple[frozenset[int], frozenset[int]]:
+        """Indices of the nodes kept NotReady and of those tainted (see :class:`UnhealthySpec`)."""
+        u = self.topology.unhealthy
+        return _pick_unhealthy(self.name, self.count, u.not_ready, u.tainted)
 
     @property
     def gpu_count(self) -> int:
@@ -425,6 +712,18 @@ def pool_to_doc(pool: PoolSpec) -> dict[str, Any]:
     doc["topology"] = {"zones": list(topo.zones), "racks_per_zone": topo.racks_per_zone}
     if topo.region is not None:
         doc["topology"]["region"] = topo.region
+    if topo.levels:
+        doc["topology"]["levels"] = [
+            {"name": lv.name, "label": lv.label, **({"fanout": lv.fanout} if lv.fanout is not None else {}),
+             **({"values": list(lv.values)} if lv.values else {})} for lv in topo.levels]
+    if topo.shape is not None:
+        doc["topology"]["shape"] = topo.shape
+    if topo.nvlink_label is not None:
+        doc["topology"]["nvlink_label"] = topo.nvlink_label
+    if topo.spread_factors:
+        doc["topology"]["spread_factors"] = dict(topo.spread_factors)
+    if topo.unhealthy != UnhealthySpec():
+        doc["topology"]["unhealthy"] = {"not_ready": topo.unhealthy.not_ready, "tainted": topo.unhealthy.tainted}
     lc = pool.lifecycle
     doc["lifecycle"] = {"startup_delay": lc.startup_delay.to_doc(), "run_duration": lc.run_duration.to_doc(),
                         "exit_code": lc.exit_code, "failure_fraction": lc.failure_fraction,
