@@ -9,7 +9,14 @@ From the scenario's ``priority_classes`` and ``tenants`` (see :mod:`hollowscale.
   tenant (its namespace only; the tenant's cohort and fair-share weight; one resource group covering
   every resource the workloads request, every pool a flavor, nominal quota as the tenant gives it and
   0 elsewhere; preemption within the queue and reclaim within the cohort unless the variant turns
-  preemption off) and a ``LocalQueue`` in the tenant's namespace.
+  preemption off) and a ``LocalQueue`` in the tenant's namespace;
+* with Kueue's topology-aware scheduling (a ``kueue-*`` topology variant): a Kueue ``Topology`` per
+  distinct list of the pools' level label keys (coarse to fine, ``kubernetes.io/hostname`` last as Kueue
+  requires), named after the first pool with that list (:func:`topology_name`), created before the
+  flavors, and each such pool's ``ResourceFlavor`` naming it in ``topologyName`` (a TAS flavor needs
+  ``nodeLabels``: the pool's labels, else ``hollowscale.io/pool``).  Kueue then admits a Job whose pod
+  template asks for a level, gates its pods (``kueue.x-k8s.io/topology``, added to the Job's template
+  when Kueue starts it: no pod webhook) and ungates each with a ``nodeSelector`` of its assigned domain.
 
 Every object carries the run label.  :class:`BatchObjects` creates them in order and deletes exactly
 those it created, newest first, each by the uid its creation returned (one that someone deleted and
@@ -69,14 +76,43 @@ def volcano_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
              "spec": {"weight": max(1, round(t.weight)), "reclaimable": True}} for t in sc.tenants]
 
 
+def topology_name(pool: str) -> str:
+    """The Kueue Topology of the pools sharing ``pool``'s level list (``pool`` is the first of them)."""
+    return f"{pool}-topology"[:63]
+
+
+def kueue_topologies(sc: Scenario, run_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Kueue ``Topology`` objects (one per distinct level list of the pools) and pool -> topology name,
+    when the scenario's variant renders topology for Kueue; ``([], {})`` otherwise."""
+    if not sc.cluster.kueue or not str(sc.load.topology).startswith("kueue-"):
+        return [], {}
+    by_levels: dict[tuple[str, ...], str] = {}
+    out: list[dict[str, Any]] = []
+    of_pool: dict[str, str] = {}
+    for p in sc.pools:
+        keys = tuple(key for _, key in p.topology.level_labels())
+        if not keys:
+            continue
+        if keys not in by_levels:
+            by_levels[keys] = topology_name(p.name)
+            out.append({"apiVersion": KUEUE_API, "kind": "Topology",
+                        "metadata": {"name": by_levels[keys], "labels": {RUN_LABEL: run_id}},
+                        "spec": {"levels": [{"nodeLabel": k} for k in keys]}})
+        of_pool[p.name] = by_levels[keys]
+    return out, of_pool
+
+
 def kueue_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
-    """ResourceFlavors, ClusterQueues and LocalQueues for the scenario's tenants (empty without Kueue)."""
+    """Topologies (TAS variants), ResourceFlavors, ClusterQueues and LocalQueues for the scenario's
+    tenants (empty without Kueue)."""
     if not sc.cluster.kueue or not sc.tenants:
         return []
     labels = {RUN_LABEL: run_id}
-    out: list[dict[str, Any]] = []
+    out, topology_of = kueue_topologies(sc, run_id)
     for p in sc.pools:
         spec: dict[str, Any] = {"nodeLabels": dict(p.labels) or {"hollowscale.io/pool": p.name}}
+        if p.name in topology_of:
+            spec["topologyName"] = topology_of[p.name]
         if p.taints:
             spec["nodeTaints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in p.taints]
         out.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": p.name, "labels": labels},
@@ -114,7 +150,7 @@ def kueue_objects(sc: Scenario, run_id: str) -> list[dict[str, Any]]:
 
 _PLURAL = {"PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses",
            "ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-           "Cohort": "cohorts", "Queue": "queues"}
+           "Cohort": "cohorts", "Queue": "queues", "Topology": "topologies"}
 
 
 def object_path(obj: dict[str, Any], name: bool = False) -> str:

@@ -22,10 +22,20 @@ YAML shape (all optional; a scenario without them runs as before)::
       - {name: gang, gang_scheduling: true}
       - {name: queues, kueue: true}
       - {name: gang-queues, gang_scheduling: true, kueue: true}
+      - {name: kueue-tas, kueue: true, topology: kueue-required}
 
 A variant sets ``gang_scheduling`` and ``kueue`` (the cluster's features and the load's rendering),
-and ``preemption`` (whether a higher priority may preempt: PriorityClasses' ``preemptionPolicy`` and
-the ClusterQueues' preemption policies).
+``preemption`` (whether a higher priority may preempt: PriorityClasses' ``preemptionPolicy`` and
+the ClusterQueues' preemption policies) and ``topology``: how the workloads' ``topology`` renders
+(:data:`loadgen.spec.TOPOLOGY_RENDERINGS`: ``none``, ``affinity`` (the default, as before),
+``kueue-required``, ``kueue-preferred``, ``kueue-slice`` (Kueue's topology-aware scheduling: the run
+makes a Kueue ``Topology`` per distinct level list of the pools and gives the flavors its name) or
+``intree`` (the PodGroup's topology constraint)).
+
+A workload's ``topology.level`` names a level of the pools it can land on (by its roles'
+``node_selector`` against the pools' labels): the levels of a pool are its ``topology.levels`` (or
+``shape``), else ``zone`` and ``rack`` of ``zones``/``racks_per_zone``; :func:`topology_keys` resolves
+the names to node label keys for the load.  :func:`check_topology` says what does not fit.
 """
 
 from __future__ import annotations
@@ -34,9 +44,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
+from hollow.nodebody import POOL_LABEL, RACK_LABEL
+from hollow.pools import PoolSpec
 from hollowscale.scenario.dra import GPU_MODES
 from kubecore.schema import DnsLabel, Quantity, Spec, number, one_of, problem
-from loadgen.spec import Namespace
+from loadgen.spec import TOPOLOGY_RENDERINGS, Namespace, WorkloadSpec
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+Problems = list[tuple[tuple[str | int, ...], str]]
 
 
 def _priority_value(v: int) -> int:
@@ -78,7 +93,14 @@ class PriorityClassSpec(Spec):
 
 class VariantSpec(Spec):
     """One way to run the scenario: which scheduling features are on, and how GPUs are asked for
-    (``gpus``: counted | claims | extended, ``gpu_sharing``; see :mod:`hollowscale.scenario.dra`)."""
+    (``gpus``: counted | claims | extended, ``gpu_sharing``; see :mod:`hollowscale.scenario.dra`).
+
+    Attributes:
+        topology: how the workloads' ``topology`` renders: ``none`` (ignored: the baseline), ``affinity``
+            (pod affinity, or the PodGroup's constraint for a required level of a gang with gang scheduling),
+            ``kueue-required``/``kueue-preferred``/``kueue-slice`` (Kueue's topology-aware scheduling; needs
+            ``kueue``), ``intree`` (the PodGroup's topology constraint; needs ``gang_scheduling``).
+    """
 
     name: DnsLabel
     gang_scheduling: StrictBool = False
@@ -86,6 +108,12 @@ class VariantSpec(Spec):
     preemption: StrictBool = True
     gpus: one_of(*GPU_MODES) | None = None  # type: ignore[valid-type]
     gpu_sharing: StrictBool | None = None
+    topology: one_of(*TOPOLOGY_RENDERINGS) = "affinity"  # type: ignore[valid-type]
+
+    @property
+    def kueue_tas(self) -> bool:
+        """The variant places workloads with Kueue's topology-aware scheduling."""
+        return str(self.topology).startswith("kueue-")
 
 
 def check_quotas(where: tuple[str | int, ...], quotas: dict[str, dict[str, str]],
@@ -125,4 +153,104 @@ def check_variants(variants: tuple[VariantSpec, ...]) -> list[tuple[tuple[str | 
         if v.name in seen:
             out.append((("variants", i, "name"), f"duplicate variant name {v.name!r}"))
         seen.add(v.name)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ topology
+
+
+def pool_levels(p: PoolSpec) -> tuple[tuple[str, str], ...]:
+    """A pool's topology levels (name, node label key), coarse to fine: its ``levels``/``shape``, else
+    ``zone`` and ``rack`` of the round-robin ``zones``/``racks_per_zone`` (the two are exclusive)."""
+    levels = p.topology.level_labels()
+    if levels:
+        return levels
+    out: list[tuple[str, str]] = []
+    if p.topology.zones:
+        out.append(("zone", ZONE_LABEL))
+    if p.topology.racks_per_zone:
+        out.append(("rack", RACK_LABEL))
+    return tuple(out)
+
+
+def topology_keys(pools: tuple[PoolSpec, ...]) -> dict[str, str]:
+    """Level name -> node label key over all pools (the load spec's ``topology_keys``); the first pool
+    naming a level wins (:func:`check_topology` reports a level that two pools label differently)."""
+    out: dict[str, str] = {}
+    for p in pools:
+        for name, key in pool_levels(p):
+            out.setdefault(name, key)
+    return out
+
+
+def landing_pools(w: WorkloadSpec, pools: tuple[PoolSpec, ...]) -> list[PoolSpec]:
+    """The pools a role of ``w`` can land on: its ``node_selector`` agrees with the pool's labels (with
+    ``hollowscale.io/pool``: the pool's name unless its labels say otherwise; a key the pool does not set
+    is not held against it, except ``nvidia.com/*``: a GPU model it lacks)."""
+    out = []
+    for p in pools:
+        labels = {POOL_LABEL: p.name, **dict(p.labels)}
+        if any(all(labels.get(k) == v for k, v in role.node_selector.items()
+                   if k in labels or k.startswith("nvidia.com/")) for role in w.roles):
+            out.append(p)
+    return out
+
+
+def check_topology(pools: tuple[PoolSpec, ...], workloads: tuple[WorkloadSpec, ...],
+                   variants: tuple[VariantSpec, ...]) -> Problems:
+    """Problems of the workloads' topology and the variants' rendering of it, one line each (a scenario
+    without variants renders topology as ``affinity``)."""
+    out: Problems = []
+    labelled: dict[str, tuple[str, str]] = {}
+    for pi, p in enumerate(pools):
+        for name, key in pool_levels(p):
+            first = labelled.setdefault(name, (p.name, key))
+            if first[1] != key:
+                out.append((("pools", pi, "topology"), f"level {name!r} is label {key} here and {first[1]} in pool "
+                            f"{first[0]}: expected one label per level name (workloads name levels)"))
+    for vi, v in enumerate(variants):
+        if v.kueue_tas and not v.kueue:
+            out.append((("variants", vi, "topology"), f"topology {v.topology} is Kueue's topology-aware scheduling: "
+                        "expected kueue: true"))
+        if v.topology == "intree" and not v.gang_scheduling:
+            out.append((("variants", vi, "topology"), "topology intree is the PodGroup's topology constraint: expected "
+                        "gang_scheduling: true"))
+    intree = any(v.topology == "intree" for v in variants)
+    kueue_tas = [v for v in variants if v.kueue_tas]
+    for wi, w in enumerate(workloads):
+        t = w.topology
+        if t is None:
+            continue
+        where = ("workloads", wi, "topology")
+        landing = landing_pools(w, pools)
+        levels = {name: key for p in landing for name, key in pool_levels(p)}
+        names = ", ".join(p.name for p in landing) or "none"
+        if not levels:
+            out.append((where, f"the pools it can land on ({names}) have no topology levels: expected pools with "
+                        "topology levels (levels, shape, zones or racks_per_zone) or no topology"))
+            continue
+        for field_name in ("level", "slice_level"):
+            level = getattr(t, field_name)
+            if level is not None and level not in levels:
+                out.append(((*where, field_name), f"expected a level of the pools it can land on ({names}: "
+                            f"{', '.join(levels)}), got {level!r}"))
+        if t.slice_size is not None:
+            members = w.gang_min() or w.pods_per_instance()
+            sizes = sorted({members, *(r.replicas for r in w.roles)})
+            bad = [n for n in sizes if n % t.slice_size]
+            if bad:
+                out.append(((*where, "slice_size"), f"expected a divisor of the gang's member count and of each "
+                            f"role's replicas ({', '.join(map(str, sizes))}), got {t.slice_size}"))
+        if intree and w.gang is None:
+            out.append((("workloads", wi, "gang"), "a variant renders topology intree (the PodGroup's topology "
+                        "constraint): expected a gang"))
+        if kueue_tas and not w.queued:
+            out.append((("workloads", wi, "queued"), f"variant {kueue_tas[0].name} places it with Kueue's "
+                        "topology-aware scheduling (Kueue admits queued Jobs): expected queued: true"))
+        if kueue_tas and w.kind != "Job":
+            out.append((("workloads", wi, "kind"), f"variant {kueue_tas[0].name} places it with Kueue: expected "
+                        f"kind Job, got {w.kind}"))
+        if kueue_tas and any(not p.topology.level_labels() for p in landing):
+            out.append((where, f"variant {kueue_tas[0].name} makes a Kueue Topology of the pools' levels: expected "
+                        f"topology levels or a shape on every pool it can land on ({names}), not zones/racks_per_zone"))
     return out

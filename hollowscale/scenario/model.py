@@ -32,7 +32,9 @@ from hollowscale.scenario.batch import (
     VariantSpec,
     check_quotas,
     check_tenants,
+    check_topology,
     check_variants,
+    topology_keys,
 )
 from hollowscale.scenario.distill import DISTILL_FAULTS, DistillJobSpec
 from hollowscale.scenario.dra import apply_gpu_mode, claim_problems, variant_claim_problems
@@ -451,6 +453,7 @@ class ScenarioFile(Spec):
         for i, t in enumerate(self.tenants):
             problems += _tenant_load_problems(i, t, self.cluster.namespace)
         problems += check_variants(self.variants)
+        problems += check_topology(self.pools, self.workloads, self.variants)
         allocatable = {p.name: dict(p.allocatable) for p in self.pools}
         for i, c in enumerate(self.cohorts):
             problems += check_quotas(("cohorts", i, "quotas"), c.quotas, allocatable)
@@ -616,7 +619,8 @@ class Scenario:
         load = LoadSpec(name=f.name, namespace=f.cluster.namespace, scheduler_name=scheduler,
                         workloads=f.workloads, arrival=f.arrival,
                         tenants=tuple(TenantLoad(name=t.name, namespace=str(t.namespace), share=t.share) for t in tenants),
-                        gang_scheduling=f.cluster.gang_scheduling, kueue=f.cluster.kueue, volcano=f.cluster.volcano)
+                        gang_scheduling=f.cluster.gang_scheduling, kueue=f.cluster.kueue, volcano=f.cluster.volcano,
+                        topology_keys=topology_keys(f.pools))
         return cls(name=f.name, source=source, description=f.description, cluster=f.cluster, agents=f.agents,
                    pools=f.pools, load=load, faults=f.faults, measurements=f.measurements,
                    slos=tuple(slos.values()), timeout_s=float(timeout), tenants=tenants,
@@ -628,7 +632,7 @@ class Scenario:
         cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
         pools, workloads = apply_gpu_mode(self.pools, self.workloads, v.gpus, v.gpu_sharing)  # counted|claims|extended
         load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
-                                            "workloads": workloads})
+                                            "workloads": workloads, "topology": v.topology})
         return dataclasses.replace(self, cluster=cluster, load=load, pools=pools, variant=v.name,
                                    preemption=v.preemption)
 
