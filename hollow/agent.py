@@ -58,7 +58,7 @@ class Agent:
         self.slices = SliceManager(self.api, self.clock, self.metrics, self.nodes.nodes)
         self.nodes.on_reregistered = self.slices.add
         self.pods = PodController(self.api, self.clock, self.metrics, self.faults, self.nodes.nodes,
-                                  gang_barrier=settings.gang_barrier)
+                                  gang_barrier=settings.gang_barrier, pools=pools)
         self.pod_watch = Watcher(self.api, "pods", "/api/v1/pods", {"fieldSelector": "spec.nodeName!="},
                                  self.pods, self.metrics, settings.watch)
         # gang members on every node (only labelled pods; no watch at all when no pool waits for gangs)

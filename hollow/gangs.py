@@ -22,6 +22,13 @@ the same barrier again:
   not count: the others keep waiting (for a replacement), as a real job does; Kueue's
   ``waitForPodsReady`` or the Job's own timeouts act on that, not the agent.
 
+When the pools have topology levels (:mod:`hollow.topology`), the registry also fixes, at the crossing,
+the gang's *spread*: the smallest topology domain holding the nodes (``spec.nodeName``) of the members
+that count at the barrier (those running at that moment), and the factor its run time stretches by.
+It is a pure function of those pods and the pools document, so agents sharing a gang agree on it
+(unless two members started in the same whole second and one agent saw the barrier crossed before the
+other member existed: then that agent counts one member fewer).
+
 Once crossed, a gang's barrier stays fixed for the life of the process (members that finish or are
 deleted afterwards do not move it).  Times are the pod's whole-second timestamps, the same on every
 agent.  Limitation: a new process recomputes the barrier from the members that still exist; if
@@ -37,9 +44,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hollow.stages import ANN_GANG_MIN, LABEL_GANG, TERMINAL, parse_gang_min, parse_timestamp
+from hollow.topology import NodeTopology, Spread
 
 __all__ = ["ANN_GANG_MIN", "LABEL_GANG", "Gang", "GangKey", "GangRegistry", "Interval", "barrier_time",
-           "member_interval", "parse_gang_min"]
+           "counted_at", "member_interval", "parse_gang_min"]
 
 log = logging.getLogger("hollow.gangs")
 
@@ -101,22 +109,36 @@ class Gang:
         members: uid -> run interval (None: not running yet) of every member seen.
         need: N, the largest gang-min among the members (they normally agree).
         barrier: wall seconds the barrier was crossed, or None while members wait.
+        nodes: uid -> the node each member is bound to.
+        spread: the spread fixed at the barrier (:mod:`hollow.topology`), or None (no topology levels,
+            or not crossed yet).
     """
 
     members: dict[str, Interval | None] = field(default_factory=dict)
     need: int = 1
     barrier: float | None = None
+    nodes: dict[str, str] = field(default_factory=dict)
+    spread: Spread | None = None
+
+
+def counted_at(members: dict[str, Interval | None], barrier: float) -> list[str]:
+    """The members that run at the barrier (start <= barrier < end): those whose placement counts."""
+    return [uid for uid, iv in members.items()
+            if iv is not None and iv[0] <= barrier and (iv[1] is None or iv[1] > barrier)]
 
 
 class GangRegistry:
     """Gang members on all nodes, fed with the pod watch's events for pods with :data:`LABEL_GANG`.
 
     ``on_crossed(key, barrier, uids)`` is called (synchronously, from the event) when a gang crosses
-    its barrier; the controller then plans the members it runs again.
+    its barrier; the controller then plans the members it runs again.  ``topology`` (all the pools)
+    gives each crossed gang its :class:`hollow.topology.Spread`; None: no spread.
     """
 
-    def __init__(self, on_crossed: Callable[[GangKey, float, list[str]], None] | None = None) -> None:
+    def __init__(self, on_crossed: Callable[[GangKey, float, list[str]], None] | None = None,
+                 topology: NodeTopology | None = None) -> None:
         self.on_crossed = on_crossed
+        self.topology = topology
         self.gangs: dict[GangKey, Gang] = {}
         self._key_of: dict[str, GangKey] = {}
 
@@ -124,6 +146,11 @@ class GangRegistry:
         """The gang's barrier time (wall seconds), or None while it is not crossed."""
         g = self.gangs.get((namespace, gang))
         return g.barrier if g is not None else None
+
+    def spread(self, namespace: str, gang: str) -> Spread | None:
+        """The gang's spread fixed at its barrier, or None (not crossed, or no topology levels)."""
+        g = self.gangs.get((namespace, gang))
+        return g.spread if g is not None else None
 
     def on_event(self, kind: str, obj: dict[str, Any]) -> None:
         """One event of the gang watch: a pod that carries :data:`LABEL_GANG` (DELETED also when it lost it)."""
@@ -147,6 +174,9 @@ class GangRegistry:
                             key[0], key[1], ANN_GANG_MIN, need)
             g.need = need
         self._key_of[uid] = key
+        node = (obj.get("spec") or {}).get("nodeName")
+        if node:
+            g.nodes[uid] = node
         interval = member_interval(obj)
         if g.members.get(uid, False) == interval:
             return  # nothing that matters changed (or the barrier is fixed and this is just news)
@@ -155,6 +185,9 @@ class GangRegistry:
             barrier = barrier_time((m for m in g.members.values() if m is not None), g.need)
             if barrier is not None:
                 g.barrier = barrier
+                if self.topology is not None:
+                    g.spread = self.topology.gang_spread(
+                        sorted(g.nodes.get(u, "") for u in counted_at(g.members, barrier)))
                 log.debug("gang %s/%s: %d members run since %s", key[0], key[1], g.need, barrier)
                 if self.on_crossed is not None:
                     self.on_crossed(key, barrier, list(g.members))
@@ -167,6 +200,7 @@ class GangRegistry:
         g = self.gangs.get(key)
         if g is not None:
             g.members.pop(uid, None)
+            g.nodes.pop(uid, None)
             if not g.members:
                 del self.gangs[key]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hollow.bodies import LeaseBody, LeaseRenewPatch, NodeBody, NodeCondition, NodeStatus, NodeStatusPatch
 from hollow.clock import rfc3339, rfc3339_micro
+from hollow.pools import UNHEALTHY_TAINT
 from hollow.sharding import NodeSlot
 
 NODE_LABEL = "hollowscale.io/hollow"
@@ -19,6 +20,8 @@ POOL_LABEL = "hollowscale.io/pool"
 RACK_LABEL = "hollowscale.io/rack"
 ROLE_LABEL = "hollowscale.io/role"
 LEASE_NAMESPACE = "kube-node-lease"
+#: the Ready condition's reason on the nodes ``topology.unhealthy.not_ready`` keeps NotReady
+NOT_READY_REASON = "HollowscaleNotReady"
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,13 @@ _CONDITIONS = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
 )
+_NOT_READY = ("Ready", "False", NOT_READY_REASON, "hollowscale keeps this node NotReady (topology.unhealthy)")
 
 
 def node_labels(slot: NodeSlot) -> dict[str, str]:
-    """Well-known labels, topology, pool and role labels, then the pool's own labels (which win)."""
+    """Well-known labels, topology (zones and racks, or the levels and NVLink domain of
+    :meth:`hollow.pools.PoolSpec.topology_labels`), pool and role labels, then the pool's own labels
+    (which win; validation refuses those that would overwrite a topology level)."""
     pool = slot.pool
     labels = {
         "kubernetes.io/hostname": slot.name,
@@ -65,6 +71,8 @@ def node_labels(slot: NodeSlot) -> dict[str, str]:
         labels["topology.kubernetes.io/zone"] = slot.zone
     if slot.rack:
         labels[RACK_LABEL] = slot.rack
+    if pool.topology.levels or pool.topology.shape:
+        labels.update(pool.topology_labels(slot.index))
     if pool.role:
         labels[f"node-role.kubernetes.io/{pool.role}"] = ""
         labels[ROLE_LABEL] = pool.role
@@ -72,15 +80,16 @@ def node_labels(slot: NodeSlot) -> dict[str, str]:
     return labels
 
 
-def conditions(now_wall: float, transition: float | None) -> list[NodeCondition]:
+def conditions(now_wall: float, transition: float | None, ready: bool = True) -> list[NodeCondition]:
     """The four kubelet conditions with heartbeat ``now_wall``.
 
     ``transition`` sets ``lastTransitionTime``; None leaves it out, so a strategic merge (key ``type``)
     keeps the time already stored: a heartbeat or a re-adoption does not look like a Ready flap.
+    ``ready`` False: Ready is False with reason :data:`NOT_READY_REASON` (a node kept NotReady).
     """
     hb = rfc3339(now_wall)
     out = []
-    for t, s, r, m in _CONDITIONS:
+    for t, s, r, m in _CONDITIONS if ready else (*_CONDITIONS[:-1], _NOT_READY):
         c = NodeCondition(type=t, status=s, reason=r, message=m, lastHeartbeatTime=hb)
         if transition is not None:
             c["lastTransitionTime"] = rfc3339(transition)
@@ -95,7 +104,7 @@ def node_status(slot: NodeSlot, now_wall: float, ready_since: float | None, iden
     return NodeStatus(
         capacity=pool.node_capacity,
         allocatable=pool.node_allocatable,
-        conditions=conditions(now_wall, ready_since),
+        conditions=conditions(now_wall, ready_since, not slot.not_ready),
         addresses=[{"type": "InternalIP", "address": slot.internal_ip}, {"type": "Hostname", "address": slot.name}],
         daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
         nodeInfo={
@@ -118,9 +127,13 @@ def node_body(slot: NodeSlot, now_wall: float, identity: NodeIdentity) -> NodeBo
     pool = slot.pool
     spec: dict[str, object] = {"podCIDR": slot.pod_cidr, "podCIDRs": [slot.pod_cidr],
                                "providerID": f"hollow://{slot.name}"}
-    if pool.taints:
-        spec["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} if t.value
-                          else {"key": t.key, "effect": t.effect} for t in pool.taints]
+    taints = [{"key": t.key, "value": t.value, "effect": t.effect} if t.value
+              else {"key": t.key, "effect": t.effect} for t in pool.taints]
+    if slot.tainted:
+        key, value, effect = UNHEALTHY_TAINT
+        taints.append({"key": key, "value": value, "effect": effect})
+    if taints:
+        spec["taints"] = taints
     return NodeBody(
         apiVersion="v1",
         kind="Node",
@@ -131,12 +144,13 @@ def node_body(slot: NodeSlot, now_wall: float, identity: NodeIdentity) -> NodeBo
     )
 
 
-def heartbeat_patch(now_wall: float, ready_since: float | None = None) -> NodeStatusPatch:
+def heartbeat_patch(now_wall: float, ready_since: float | None = None, ready: bool = True) -> NodeStatusPatch:
     """Strategic merge patch of ``nodes/NAME/status`` that refreshes the conditions (merge key ``type``).
 
-    ``ready_since`` only when the node comes back from NotReady (the transition happens now).
+    ``ready_since`` only when the node comes back from NotReady (the transition happens now);
+    ``ready`` False for a node kept NotReady (see :func:`conditions`).
     """
-    return NodeStatusPatch(status=NodeStatus(conditions=conditions(now_wall, ready_since)))
+    return NodeStatusPatch(status=NodeStatus(conditions=conditions(now_wall, ready_since, ready)))
 
 
 def adopt_patch(slot: NodeSlot, now_wall: float, identity: NodeIdentity) -> NodeStatusPatch:

@@ -187,8 +187,8 @@ class NodeManager(TimedTasks[str]):
             if meta.get("uid") == state.uid:
                 self.reregister(name)
             return
-        if state.recovering or self.faults.stopped(name, self.clock.monotonic()):
-            return
+        if state.recovering or state.slot.not_ready or self.faults.stopped(name, self.clock.monotonic()):
+            return  # (a node kept NotReady is meant to be so)
         for cond in (obj.get("status") or {}).get("conditions") or ():
             if cond.get("type") == "Ready":
                 if cond.get("status") != "True":
@@ -231,7 +231,7 @@ class NodeManager(TimedTasks[str]):
         since = state.ready_since
         wall = self.clock.wall
         resp = await self.api.request("patch_node_status", "PATCH", f"/api/v1/nodes/{name}/status",
-                                      body=lambda: heartbeat_patch(wall(), since),
+                                      body=lambda: heartbeat_patch(wall(), since, not state.slot.not_ready),
                                       content_type=STRATEGIC_MERGE_PATCH, priority=0 if state.recovering else 1)
         if resp.ok:
             if state.ready_since == since:

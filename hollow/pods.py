@@ -24,6 +24,11 @@ stays Running without a timer, and when the gang crosses its barrier the members
 nodes are planned again.  Pods without the label never reach the registry and pay nothing for it.
 Turned off agent-wide with ``gang_barrier=False`` or per pool with ``lifecycle.gang_barrier: false``
 (then the registry and its watch do not exist).
+
+Topology spread (:mod:`hollow.topology`): when the pools have topology levels, a gang member's run
+duration after the barrier is the drawn one times its gang's spread factor (fixed by the registry at
+the barrier), and the patch that finishes it (terminated, restarted in place, or terminated for a
+deletion) also carries the condition :data:`hollow.topology.SPREAD_CONDITION`: no extra request.
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from hollow.api import STRATEGIC_MERGE_PATCH, ApiClient, Response
-from hollow.clock import Clock
+from hollow.bodies import PodStatusPatch
+from hollow.clock import Clock, rfc3339
 from hollow.faults import FaultState, choose
 from hollow.gangs import GangKey, GangRegistry
 from hollow.ipam import PodIPs
@@ -64,6 +71,7 @@ from hollow.stages import (
     pod_facts,
 )
 from hollow.timers import TimedTasks
+from hollow.topology import NodeTopology, Spread, spread_condition
 
 log = logging.getLogger("hollow.pods")
 #: what a timer does: a stage's action, or ``ready`` (the probes of a running container would pass now)
@@ -137,11 +145,14 @@ class PodController(TimedTasks[str]):
     """Applies lifecycle stages to the pods on a set of nodes.
 
     ``rng`` draws the retry jitter; a test passes a seeded (or fixed) one to make the timing exact.
+    ``pools``: every pool of the run (gang members run on other agents' nodes too), for the gangs'
+    topology spread; None: the pools of ``nodes``.
     """
 
     def __init__(self, api: ApiClient, clock: Clock, metrics: Metrics, faults: FaultState,
                  nodes: dict[str, NodeState], stages: tuple[Stage, ...] | None = None,
-                 gang_barrier: bool = True, rng: random.Random | None = None) -> None:
+                 gang_barrier: bool = True, rng: random.Random | None = None,
+                 pools: Sequence[PoolSpec] | None = None) -> None:
         super().__init__(clock)
         self.rng = rng or random.Random()
         self.api = api
@@ -156,10 +167,12 @@ class PodController(TimedTasks[str]):
         #: resourceVersions our own writes produced whose watch events have not arrived yet
         self._own_versions: set[str] = set()
         self.gang_barrier = gang_barrier  # agent-wide; a pool's lifecycle.gang_barrier overrides it
-        pools = {id(n.slot.pool): n.slot.pool for n in nodes.values()}.values()
+        own = {id(n.slot.pool): n.slot.pool for n in nodes.values()}.values()
+        every = list(pools) if pools is not None else list(own)
+        topology = NodeTopology(every) if any(p.topology.resolved_levels() for p in every) else None
         # no pool of this agent waits for gangs: gang pods are not even looked at
-        self.gangs: GangRegistry | None = GangRegistry(self._gang_crossed) \
-            if any(self._gated(p) for p in pools) else None
+        self.gangs: GangRegistry | None = GangRegistry(self._gang_crossed, topology) \
+            if any(self._gated(p) for p in own) else None
 
     # --- watch handler -------------------------------------------------------------------------
     def on_event(self, kind: str, obj: dict[str, Any]) -> None:
@@ -233,6 +246,24 @@ class PodController(TimedTasks[str]):
                 self._replan(uid, rec)
 
     # --- planning ------------------------------------------------------------------------------
+    def _spread(self, facts: PodFacts) -> tuple[Spread, float] | None:
+        """The spread of the pod's gang and its barrier, when the pod is a gated member of a crossed
+        gang that has one."""
+        if not facts.gang or self.gangs is None or gang_min(facts) is None \
+                or not self._gated(self.nodes[facts.node].slot.pool):
+            return None
+        spread = self.gangs.spread(facts.namespace, facts.gang)
+        barrier = self.gangs.barrier(facts.namespace, facts.gang)
+        return (spread, barrier) if spread is not None and barrier is not None else None
+
+    def _with_spread(self, facts: PodFacts, body: PodStatusPatch) -> PodStatusPatch:
+        """``body`` with the :data:`hollow.topology.SPREAD_CONDITION` of the pod's gang, when it has one."""
+        found = self._spread(facts)
+        if found is not None:
+            spread, barrier = found
+            body["status"].setdefault("conditions", []).append(spread_condition(spread, rfc3339(barrier)))
+        return body
+
     def _ips(self, node: str) -> PodIPs:
         ips = self._ipam.get(node)
         if ips is None:
@@ -270,10 +301,14 @@ class PodController(TimedTasks[str]):
         stages = self.stages or pool.stages or default_stages()
         gated = False
         barrier = None
+        factor = 1.0
         if facts.gang and self.gangs is not None and self._gated(pool) and gang_min(facts) is not None:
             gated = True
             barrier = self.gangs.barrier(facts.namespace, facts.gang)
-        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier, rec.prepared_wall)
+            spread = self.gangs.spread(facts.namespace, facts.gang)
+            factor = spread.factor if spread is not None else 1.0
+        planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier, rec.prepared_wall,
+                       factor)
         ready_at = ready_due(facts, rec.started_wall)
         if ready_at is not None and (planned is None or ready_at <= planned.due_wall):
             # the probes pass before the next stage: Ready first (a stage due earlier goes ahead)
@@ -434,6 +469,7 @@ class PodController(TimedTasks[str]):
             body = restarted_patch(facts, now_w, code, rec.started_wall)
         else:
             body = terminated_patch(facts, now_w, code, rec.started_wall)
+        body = self._with_spread(facts, body)
         resp = await self.api.request("patch_pod_status", "PATCH", self._path(facts) + "/status", body=body,
                                       content_type=STRATEGIC_MERGE_PATCH)
         wait = self._outcome(rec, resp)
@@ -461,7 +497,7 @@ class PodController(TimedTasks[str]):
             code = deletion_exit_code(facts)
             resp = await self.api.request(
                 "patch_pod_status", "PATCH", self._path(facts) + "/status",
-                body=terminated_patch(facts, self.clock.wall(), code, rec.started_wall),
+                body=self._with_spread(facts, terminated_patch(facts, self.clock.wall(), code, rec.started_wall)),
                 content_type=STRATEGIC_MERGE_PATCH)
             wait = self._outcome(rec, resp)
             if not resp.ok:

@@ -250,6 +250,7 @@ class TopologyLevel(Spec):
     values: tuple[NonEmptyLabelValue, ...] = ()
 
 
+@functools.lru_cache(maxsize=8)
 def _shape_levels(shape: str) -> tuple[TopologyLevel, ...]:
     """The ready-made levels of a shape (see :attr:`Topology.shape`)."""
     host = TopologyLevel(name="host", label=HOSTNAME_LABEL)

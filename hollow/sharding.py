@@ -59,6 +59,8 @@ class NodeSlot:
         pod_cidr: the node's pod network.
         zone: topology zone or None.
         rack: rack label value or None.
+        not_ready: the node is kept NotReady (``topology.unhealthy.not_ready`` picked it).
+        tainted: the node carries :data:`hollow.pools.UNHEALTHY_TAINT` (``topology.unhealthy.tainted``).
     """
 
     pool: PoolSpec
@@ -69,6 +71,8 @@ class NodeSlot:
     pod_cidr: str
     zone: str | None
     rack: str | None
+    not_ready: bool = False
+    tainted: bool = False
 
 
 def node_slot(pool: PoolSpec, index: int) -> NodeSlot:
@@ -87,7 +91,9 @@ def node_slot(pool: PoolSpec, index: int) -> NodeSlot:
     rack = None
     if zones and pool.topology.racks_per_zone:
         rack = f"{zone}-rack-{(index // len(zones)) % pool.topology.racks_per_zone}"
-    return NodeSlot(pool, index, pool.node_name(index), ordinal, internal_ip, pod_cidr, zone, rack)
+    not_ready, tainted = pool.unhealthy_nodes()
+    return NodeSlot(pool, index, pool.node_name(index), ordinal, internal_ip, pod_cidr, zone, rack,
+                    index in not_ready, index in tainted)
 
 
 def assign(pools: list[PoolSpec], shard: Shard) -> list[NodeSlot]:

@@ -513,7 +513,8 @@ def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None, prepared: b
 
 def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
          stages: tuple[Stage, ...] | None = None, gated: bool = False,
-         barrier_at: float | None = None, prepared_at: float | None = None) -> Planned | None:
+         barrier_at: float | None = None, prepared_at: float | None = None,
+         run_factor: float = 1.0) -> Planned | None:
     """The pod's next stage and when it is due, or None when nothing more will happen (for now).
 
     Args:
@@ -530,6 +531,8 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         barrier_at: the gang's barrier time (wall seconds), or None while it is not crossed.
         prepared_at: when this process prepared the pod's claims (wall seconds), or None (not yet, or
             the pod has none).
+        run_factor: the gang's spread factor (:mod:`hollow.topology`): a gated member's run duration,
+            once its gang crossed the barrier, is the drawn duration times this.
     """
     stage = select(facts, stages, prepared=not facts.claims or prepared_at is not None)
     if stage is None:
@@ -544,6 +547,8 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
         delay = prepare_delay(facts, lifecycle)
     else:
         delay = run_duration(facts, lifecycle)
+        if gated and barrier_at is not None:
+            delay *= run_factor
     if math.isinf(delay):
         return None
     if stage.anchor == "bound":

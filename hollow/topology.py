@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from hollow.bodies import PodCondition
 from hollow.pools import CLUSTER, PoolSpec
 
 #: the pod condition a gang member carries once its run time was stretched (status True, reason = the
@@ -60,10 +61,11 @@ class Spread:
     factor: float
 
 
-def spread_condition(spread: Spread, now: str) -> dict[str, str]:
-    """The :data:`SPREAD_CONDITION` pod condition (``now`` an RFC 3339 time) for a status patch."""
-    return {"type": SPREAD_CONDITION, "status": "True", "reason": spread.level,
-            "message": f"factor={spread.factor:g}", "lastTransitionTime": now}
+def spread_condition(spread: Spread, since: str) -> PodCondition:
+    """The :data:`SPREAD_CONDITION` pod condition for a status patch; ``since`` (RFC 3339) is the gang's
+    barrier, the moment the stretched run clock started (the same in every patch, so it never flaps)."""
+    return PodCondition(type=SPREAD_CONDITION, status="True", reason=spread.level,
+                        message=f"factor={spread.factor:g}", lastTransitionTime=since)
 
 
 class NodeTopology:
