@@ -47,6 +47,16 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("DRA claim created -> pod running p99 (ms)", "dra.latency_ms.created_to_running.p99", "lower"),
     ("DynamicResources share of all plugins' time, Filter apart (%)", "dra_scheduler.share_of_all_plugins_pct",
      "lower"),
+    # topology (hollowscale/topology): placement quality; per level rows are added per run
+    ("topology: GPU-hours lost to spread", "topology.gpu_hours_lost_to_spread", "lower"),
+    ("topology: free GPUs unusable by the next waiting gang, avg", "topology.unusable_gpus_avg", "lower"),
+    ("topology: Kueue created -> Admitted p50 (s)", "topology.admission.admitted_s.p50", "lower"),
+    ("topology: Kueue created -> Admitted p99 (s)", "topology.admission.admitted_s.p99", "lower"),
+    ("topology: gang created -> all bound p50 (s)", "topology.admission.created_to_all_bound_s.p50", "lower"),
+    ("topology: gang created -> all bound p99 (s)", "topology.admission.created_to_all_bound_s.p99", "lower"),
+    ("topology: Kueue admission attempt p99 (ms)", "topology.kueue_admission_attempt_ms.p99", "lower"),
+    ("scheduler attempt p99 (ms)", "scheduler.attempt_duration_ms.p99", "lower"),
+    ("topology: spread condition vs Node labels, members mismatched", "topology.spread_mismatches", "lower"),
 )
 
 
@@ -75,6 +85,10 @@ def figures_of(summary: dict[str, Any]) -> dict[str, float | None]:
         out[f"{role}: most running at once"] = r.get("running_max")
         out[f"{role}: wait p50 (s)"] = (r.get("wait_s") or {}).get("p50")
         out[f"{role}: wait p99 (s)"] = (r.get("wait_s") or {}).get("p99")
+    topo = m.get("topology") or {}
+    for level in topo.get("levels") or ():  # topology runs: per level of the pools
+        out[f"topology: gangs inside one {level} (%)"] = lookup(m, f"topology.placement.within_one_domain_pct.{level}")
+        out[f"topology: whole free {level}s avg"] = lookup(m, f"topology.fragmentation.whole_free_domains.{level}.avg")
     return out
 
 

@@ -32,6 +32,8 @@ from hollowscale.measure.timeline import Timeline
 from hollowscale.report.sections import ReportSection
 from hollowscale.run.faults import FaultHandler
 from hollowscale.scenario import Scenario
+from hollowscale.topology.feature import TopologyFeature
+from hollowscale.topology.feature import applies as topology_applies
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim
 
@@ -121,4 +123,6 @@ def features_for(sc: Scenario, run_id: str, log: Callable[[str], None], errors: 
     features.append(BatchObjectsFeature(sc, run_id))
     if dra_applies(sc):  # DeviceClasses, claims' dry run and templates, claim timeline (hollowscale/dra/)
         features.append(DraFeature(sc, run_id, log, errors))
+    if topology_applies(sc):  # placement quality of the pools' topology levels (hollowscale/topology/)
+        features.append(TopologyFeature(sc, log, errors))
     return features
