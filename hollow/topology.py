@@ -101,3 +101,16 @@ class NodeTopology:
         if len(shapes) == 1 and len(known) == len(located) and all(p.name in pools for p, _ in known):
             level = spanned_level(next(iter(shapes)), [p.topology_labels(i) for p, i in known])
         return Spread(level, max(p.topology.spread_factor(level) for p in pools.values()))
+
+
+def without_levels(pools: Iterable[PoolSpec]) -> list[PoolSpec]:
+    """The same pools without topology levels, shape or NVLink label (zones, racks, unhealthy nodes and
+    everything else kept), for a bench that registers the same nodes with and without topology labels."""
+    out = []
+    for pool in pools:
+        topo = pool.topology.model_copy(update={"levels": (), "shape": None, "nvlink_label": None,
+                                                "spread_factors": {}})
+        copy = pool.model_copy(update={"topology": topo})
+        copy._first_ordinal = pool.first_ordinal
+        out.append(copy)
+    return out

@@ -282,3 +282,18 @@ def test_gang_spread_from_node_names() -> None:
     assert topo.gang_spread(["plain-0", "plain-1"]) is None
     assert topo.gang_spread(["kind-worker"]) is None
     assert topo.gang_spread(["nvl-17", "nvl-18"]) == topo.gang_spread(["nvl-18", "nvl-17"])
+
+
+def test_without_levels_keeps_everything_but_the_topology_labels() -> None:
+    from hollow.sharding import node_slot
+    from hollow.topology import without_levels
+
+    pools = parse_pools([_pool(3, {"zones": ["a"]}, "first"),
+                         _pool(36, {"shape": "gb200-nvl72", "region": "eu", "unhealthy": {"tainted": 2}}, "nvl")], "f")
+    bare = without_levels(pools)
+    assert [p.first_ordinal for p in bare] == [0, 3]
+    assert bare[1].topology_labels(5) == {} and bare[1].topology.level_labels() == ()
+    assert bare[1].topology.region == "eu" and bare[1].unhealthy_nodes() == pools[1].unhealthy_nodes()
+    assert bare[0] == pools[0]
+    slot, bare_slot = node_slot(pools[1], 7), node_slot(bare[1], 7)
+    assert (slot.internal_ip, slot.pod_cidr, slot.tainted) == (bare_slot.internal_ip, bare_slot.pod_cidr, bare_slot.tainted)
