@@ -96,6 +96,9 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if k:
         out.append(("Kueue admission attempt p50 / p99", f"{quantile_text(k, 'p50', unit='ms')} / "
                                                           f"{quantile_text(k, 'p99', unit='ms')}"))
+        for result, fig in sorted((k.get("by_result") or {}).items()):
+            out.append((f"Kueue admission attempt, {result}: cycles / p99",
+                        f"{_f((k.get('cycles') or {}).get(result), 0)} / {quantile_text(fig, 'p99', unit='ms')}"))
     related = t.get("related") or {}
 
     def rel(key: str, nd: int = 2) -> str:
@@ -134,7 +137,9 @@ def plot_svg(series: dict[str, Any], levels: list[str]) -> str | None:
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.step(t, series.get("free_gpus") or [], where="post", color="tab:blue", lw=1.2, label="free GPUs")
     unusable = [v if v is not None else float("nan") for v in series.get("unusable_gpus") or []]
-    ax.step(t, unusable, where="post", color="tab:red", lw=1, label="free, unusable by the next gang")
+    # a marker per sample: a gang waits a few samples at a time, and a step line between gaps draws nothing
+    ax.step(t, unusable, where="post", color="tab:red", lw=1, marker=".", ms=4,
+            label="free, unusable by the next waiting gang")
     rack = levels[-2] if len(levels) >= 2 else (levels[0] if levels else None)
     if rack is not None:
         ax.step(t, (series.get("largest_free_gpus") or {}).get(rack) or [], where="post", color="tab:green",
@@ -150,7 +155,7 @@ def plot_svg(series: dict[str, Any], levels: list[str]) -> str | None:
         ax2.set_ylabel(f"{rack}s")
         ax2.set_ylim(bottom=0)
         handles += ax2.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, loc="upper left", fontsize=7)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, fontsize=7, frameon=False)
     return svg(fig)
 
 

@@ -24,7 +24,9 @@ def summary(variant_topology: str | None = "kueue-required") -> dict[str, Any]:
                                       [POOL], {"train": "rack"}, MS, MS + 100_000, 10.0)
     block(m, variant_topology)
     m["kueue_admission_attempt_ms"] = {"p50": 3.2, "p99": 48.5, "p50_bucket": [2.5, 5.0], "p99_bucket": [25.0, 50.0],
-                                       "source": "bucketed"}
+                                       "source": "bucketed", "cycles": {"success": 11.2, "inadmissible": 8.1},
+                                       "by_result": {"inadmissible": {"p99": 23.8, "p99_bucket": [10.0, 25.0],
+                                                                      "source": "bucketed"}}}
     return {"measurements": {"topology": m, "batch": {"jobs_completed_per_hour": 120.0, "job_steps_s": {
         "created_to_admitted": {"p50": 1.5, "p99": 9.0}, "admitted_to_all_bound": {"p50": 0.4, "p99": 2.0}}},
         "gpu_allocation_pct": {"avg": 41.25}, "scheduler": {"attempt_duration_ms": {"p50": 1.0, "p99": 7.5}},
@@ -46,6 +48,7 @@ def test_the_section_shows_the_figures_and_those_it_refers_to() -> None:
     assert "| Kueue Workloads: created -> Admitted s p50 / p99 (not admitted at the end) | 4.0 / 12.0 (n=2) (1) |" in md
     assert "| gang created -> last member PodScheduled s p50 / p99 (apiserver clock) | 5.0 / 6.0 (n=2), 1 gangs" in md
     assert "| Kueue admission attempt p50 / p99 | 3.2 ms (bucket 2.5–5 ms) / 48.5 ms (bucket 25–50 ms) |" in md
+    assert "| Kueue admission attempt, inadmissible: cycles / p99 | 8 / 23.8 ms (bucket 10–25 ms) |" in md
     assert "| scheduler attempt ms p50 / p99 (measurements.scheduler) | 1.00 / 7.50 |" in md
     assert "| jobs completed per hour / GPU allocation avg (%) | 120.00 / 41.25 |" in md
     assert "| the limit that binds (measurements.attribution) | loop:kueue |" in md
