@@ -9,11 +9,13 @@ from typing import Any
 from test_topology_figures import MS, POOL, node, recorded, workload
 
 from hollowscale.batch.comparison import comparison_doc, render_markdown
+from hollowscale.measure.prom import PromQueries
 from hollowscale.paths import REPO_ROOT
 from hollowscale.run.features import features_for
 from hollowscale.scenario import load_scenario
 from hollowscale.topology.feature import TopologyFeature, block
 from hollowscale.topology.figures import topology_measurements
+from hollowscale.topology.promfigures import admission_attempts
 from hollowscale.topology.report import TITLE, html_parts, markdown_lines
 
 
@@ -84,3 +86,47 @@ def test_the_feature_runs_only_when_the_pools_have_levels() -> None:
     plain = load_scenario(REPO_ROOT / "scenarios" / "smoke.yaml")
     assert not any(isinstance(f, TopologyFeature) for f in features_for(plain, "r", print, [], lambda _s: None,
                                                                           lambda _p: None))
+
+
+class RecordedProm:
+    """Kueue's admission histogram as the run's Prometheus answered it (topology-gangs, kueue-tas-required)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def instant(self, query: str, at: float, purpose: str) -> list[dict[str, Any]]:
+        self.asked.append(query)
+        if query.startswith("histogram_quantile(0.99, sum by (le, result)"):
+            return [{"metric": {"result": "inadmissible"}, "value": [at, "0.0238"]},
+                    {"metric": {"result": "success"}, "value": [at, "0.00495"]}]
+        if query.startswith("histogram_quantile(0.5, sum by (le, result)"):
+            return [{"metric": {"result": "inadmissible"}, "value": [at, "0.002857"]}]
+        if query.startswith("histogram_quantile(0.99"):
+            return [{"metric": {}, "value": [at, "0.02215"]}]
+        if query.startswith("histogram_quantile(0.5"):
+            return [{"metric": {}, "value": [at, "0.002639"]}]
+        if query.startswith("sum by (result) (increase(kueue_admission_attempt_duration_seconds_count"):
+            return [{"metric": {"result": "success"}, "value": [at, "11.2"]},
+                    {"metric": {"result": "inadmissible"}, "value": [at, "8.1"]}]
+        if query.startswith("sum by (le)"):  # cumulative counts: 10 of 19 cycles under 5 ms, 19 under 25 ms
+            return [{"metric": {"le": le}, "value": [at, n]} for le, n in
+                    (("0.005", "10"), ("0.01", "15"), ("0.025", "19"), ("+Inf", "19"))]
+        return []
+
+    def scalar(self, query: str, at: float, purpose: str) -> float | None:
+        res = self.instant(query, at, purpose)
+        return float(res[0]["value"][1]) if res else None
+
+    def buckets(self, metric: str, selector: str, window: str, by: tuple[str, ...], at: float,
+                purpose: str) -> tuple[str, dict[tuple[str, ...], dict[float, float]]]:
+        return PromQueries.buckets(self, metric, selector, window, by, at, purpose)  # type: ignore[arg-type]
+
+
+def test_kueue_admission_cycle_from_its_histogram_in_ms_with_its_buckets() -> None:
+    pq = RecordedProm()
+    k = admission_attempts(pq, 1000.0, 1092.2)  # type: ignore[arg-type]
+    assert (k["p50"], k["p99"]) == (2.639, 22.15)
+    assert k["p50_bucket"] == [0.0, 5.0] and k["p99_bucket"] == [10.0, 25.0] and k["source"] == "bucketed"
+    assert k["by_result"]["inadmissible"]["p99"] == 23.8 and k["by_result"]["success"]["p99"] == 4.95
+    assert k["cycles"] == {"success": 11.2, "inadmissible": 8.1}
+    assert all("[93s]" in q for q in pq.asked)  # the window, rounded up to whole seconds
