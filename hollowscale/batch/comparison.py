@@ -56,6 +56,8 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("topology: gang created -> all bound p99 (s)", "topology.admission.created_to_all_bound_s.p99", "lower"),
     ("topology: Kueue admission attempt p99 (ms)", "topology.kueue_admission_attempt_ms.p99", "lower"),
     ("scheduler attempt p99 (ms)", "scheduler.attempt_duration_ms.p99", "lower"),
+    ("scheduler pod-group attempt p99 (ms)", "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p99", "lower"),
+    ("scheduler attempts unschedulable", "scheduler.attempts_by_result.unschedulable", "lower"),
     ("topology: spread condition vs Node labels, members mismatched", "topology.spread_mismatches", "lower"),
 )
 

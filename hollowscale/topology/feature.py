@@ -43,6 +43,9 @@ RELATED: dict[str, str] = {
     "admitted_to_all_bound_s_p99": "batch.job_steps_s.admitted_to_all_bound.p99",
     "scheduler_attempt_ms_p50": "scheduler.attempt_duration_ms.p50",
     "scheduler_attempt_ms_p99": "scheduler.attempt_duration_ms.p99",
+    "scheduler_unschedulable_attempts": "scheduler.attempts_by_result.unschedulable",
+    "podgroup_attempt_ms_p50": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p50",
+    "podgroup_attempt_ms_p99": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p99",
     "binding_limit": "attribution.binding",
 }
 

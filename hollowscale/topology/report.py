@@ -109,8 +109,11 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         return _f(lookup(m, path), nd) if path else "n/a"
 
     out += [
-        ("scheduler attempt ms p50 / p99 (measurements.scheduler)",
-         f"{rel('scheduler_attempt_ms_p50')} / {rel('scheduler_attempt_ms_p99')}"),
+        ("scheduler attempt ms p50 / p99, unschedulable attempts (measurements.scheduler)",
+         f"{rel('scheduler_attempt_ms_p50')} / {rel('scheduler_attempt_ms_p99')}, "
+         f"{rel('scheduler_unschedulable_attempts', 0)}"),
+        ("scheduler pod-group attempt ms p50 / p99 (batch_prometheus.scheduler)",
+         f"{rel('podgroup_attempt_ms_p50')} / {rel('podgroup_attempt_ms_p99')}"),
         ("batch steps s p50 / p99: created -> admitted (Job unsuspended); admitted -> all bound",
          f"{rel('created_to_admitted_s_p50')} / {rel('created_to_admitted_s_p99')}; "
          f"{rel('admitted_to_all_bound_s_p50')} / {rel('admitted_to_all_bound_s_p99')}"),

@@ -31,7 +31,9 @@ def summary(variant_topology: str | None = "kueue-required") -> dict[str, Any]:
                                                                       "source": "bucketed"}}}
     return {"measurements": {"topology": m, "batch": {"jobs_completed_per_hour": 120.0, "job_steps_s": {
         "created_to_admitted": {"p50": 1.5, "p99": 9.0}, "admitted_to_all_bound": {"p50": 0.4, "p99": 2.0}}},
-        "gpu_allocation_pct": {"avg": 41.25}, "scheduler": {"attempt_duration_ms": {"p50": 1.0, "p99": 7.5}},
+        "gpu_allocation_pct": {"avg": 41.25}, "scheduler": {"attempt_duration_ms": {"p50": 1.0, "p99": 7.5},
+                                                                  "attempts_by_result": {"unschedulable": 235102.5}},
+        "batch_prometheus": {"scheduler": {"podgroup_attempt_duration_ms": {"p50": 1.668, "p99": 7.917}}},
         "attribution": {"binding": "loop:kueue", "words": "Kueue's admission loop was busy"}},
         "topology_series": series}
 
@@ -51,7 +53,8 @@ def test_the_section_shows_the_figures_and_those_it_refers_to() -> None:
     assert "| gang created -> last member PodScheduled s p50 / p99 (apiserver clock) | 5.0 / 6.0 (n=2), 1 gangs" in md
     assert "| Kueue admission attempt p50 / p99 | 3.2 ms (bucket 2.5–5 ms) / 48.5 ms (bucket 25–50 ms) |" in md
     assert "| Kueue admission attempt, inadmissible: cycles / p99 | 8 / 23.8 ms (bucket 10–25 ms) |" in md
-    assert "| scheduler attempt ms p50 / p99 (measurements.scheduler) | 1.00 / 7.50 |" in md
+    assert "| scheduler attempt ms p50 / p99, unschedulable attempts (measurements.scheduler) | 1.00 / 7.50, 235,102 |" in md
+    assert "| scheduler pod-group attempt ms p50 / p99 (batch_prometheus.scheduler) | 1.67 / 7.92 |" in md
     assert "| jobs completed per hour / GPU allocation avg (%) | 120.00 / 41.25 |" in md
     assert "| the limit that binds (measurements.attribution) | loop:kueue |" in md
     parts = html_parts(summary())
