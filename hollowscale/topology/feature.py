@@ -33,22 +33,6 @@ from kubecore.namespaces import NamespaceClaim
 from kubecore.watch import list_all, session_for
 from loadgen.workloads import LABEL_GANG
 
-#: figures of other parts of the summary that the section shows beside these (path in ``measurements``)
-RELATED: dict[str, str] = {
-    "jobs_completed_per_hour": "batch.jobs_completed_per_hour",
-    "gpu_allocation_avg_pct": "gpu_allocation_pct.avg",
-    "created_to_admitted_s_p50": "batch.job_steps_s.created_to_admitted.p50",
-    "created_to_admitted_s_p99": "batch.job_steps_s.created_to_admitted.p99",
-    "admitted_to_all_bound_s_p50": "batch.job_steps_s.admitted_to_all_bound.p50",
-    "admitted_to_all_bound_s_p99": "batch.job_steps_s.admitted_to_all_bound.p99",
-    "scheduler_attempt_ms_p50": "scheduler.attempt_duration_ms.p50",
-    "scheduler_attempt_ms_p99": "scheduler.attempt_duration_ms.p99",
-    "scheduler_unschedulable_attempts": "scheduler.attempts_by_result.unschedulable",
-    "podgroup_attempt_ms_p50": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p50",
-    "podgroup_attempt_ms_p99": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p99",
-    "binding_limit": "attribution.binding",
-}
-
 
 def applies(sc: Scenario) -> bool:
     """The run's pools have topology levels."""
@@ -64,7 +48,7 @@ def block(m: dict[str, Any], variant_topology: str | None) -> dict[str, Any]:
     """``measurements.topology`` completed: the variant's topology mode, where the related figures are, and
     the leaves a comparison reads (``m`` from :func:`hollowscale.topology.figures.topology_measurements`)."""
     m["variant_topology"] = variant_topology
-    m["related"] = dict(RELATED)
+    m["related"] = dict(report.RELATED)
     m["gpu_hours_lost_to_spread"] = m["spread"]["gpu_hours_lost"]
     m["spread_mismatches"] = m["spread"]["mismatches"]["members"]
     m["unusable_gpus_avg"] = m["fragmentation"]["unusable_gpus"]["avg"]

@@ -23,6 +23,23 @@ from hollowscale.report.verdicts import lookup
 
 TITLE = "Topology: placement quality"
 
+#: figures of other parts of the summary that the section shows beside these (path in ``measurements``;
+#: ``measurements.topology.related`` says the same in the summary)
+RELATED: dict[str, str] = {
+    "jobs_completed_per_hour": "batch.jobs_completed_per_hour",
+    "gpu_allocation_avg_pct": "gpu_allocation_pct.avg",
+    "created_to_admitted_s_p50": "batch.job_steps_s.created_to_admitted.p50",
+    "created_to_admitted_s_p99": "batch.job_steps_s.created_to_admitted.p99",
+    "admitted_to_all_bound_s_p50": "batch.job_steps_s.admitted_to_all_bound.p50",
+    "admitted_to_all_bound_s_p99": "batch.job_steps_s.admitted_to_all_bound.p99",
+    "scheduler_attempt_ms_p50": "scheduler.attempt_duration_ms.p50",
+    "scheduler_attempt_ms_p99": "scheduler.attempt_duration_ms.p99",
+    "scheduler_unschedulable_attempts": "scheduler.attempts_by_result.unschedulable",
+    "podgroup_attempt_ms_p50": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p50",
+    "podgroup_attempt_ms_p99": "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p99",
+    "binding_limit": "attribution.binding",
+}
+
 
 def _f(v: Any, nd: int = 2) -> str:
     return number(v, nd, group_ints=False)
@@ -99,10 +116,9 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         for result, fig in sorted((k.get("by_result") or {}).items()):
             out.append((f"Kueue admission attempt, {result}: cycles / p99",
                         f"{_f((k.get('cycles') or {}).get(result), 0)} / {quantile_text(fig, 'p99', unit='ms')}"))
-    related = t.get("related") or {}
 
     def rel(key: str, nd: int = 2) -> str:
-        path = related.get(key)
+        path = RELATED.get(key)
         if key == "binding_limit":
             a = m.get("attribution") or {}
             return str(a.get("binding") or ("none reached its threshold" if a else "n/a"))
