@@ -4,10 +4,13 @@ document round trip), the labels each node gets, the unhealthy pick, and the spa
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hollow.pools import (
     BLOCK_LABEL,
@@ -297,3 +300,42 @@ def test_without_levels_keeps_everything_but_the_topology_labels() -> None:
     assert bare[0] == pools[0]
     slot, bare_slot = node_slot(pools[1], 7), node_slot(bare[1], 7)
     assert (slot.internal_ip, slot.pod_cidr, slot.tainted) == (bare_slot.internal_ip, bare_slot.pod_cidr, bare_slot.tainted)
+
+
+@st.composite
+def _topologies(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
+    """A valid pool count and topology: levels or a shape, factors, unhealthy nodes."""
+    if draw(st.booleans()):
+        shape = draw(st.sampled_from(["kueue-perf", "gb200-nvl72", "dgx-blocks"]))
+        count = {"kueue-perf": 640, "gb200-nvl72": 18, "dgx-blocks": 256}[shape] * draw(st.integers(0, 3))
+        topo: dict[str, Any] = {"shape": shape}
+        names = [n for n, _ in parse_pools([_pool(count, topo)], "s")[0].topology.level_labels()]
+    else:
+        fanouts = draw(st.lists(st.integers(1, 4), min_size=0, max_size=3))
+        names = [f"l{i}" for i in range(len(fanouts) + 1)]
+        levels: list[dict[str, Any]] = [{"name": n, "label": f"example.com/{n}", "fanout": f}
+                                        for n, f in zip(names, fanouts, strict=False)]
+        levels.append({"name": names[-1], "label": HOSTNAME_LABEL})
+        top = draw(st.integers(0, 3))
+        count = top * math.prod(fanouts)
+        if len(levels) >= 2 and draw(st.booleans()):
+            levels[0]["values"] = [f"v{k}" for k in range(top)]
+        topo = {"levels": levels}
+        if len(levels) >= 2 and draw(st.booleans()):
+            topo["nvlink_label"] = "example.com/nvl"
+    keys = draw(st.lists(st.sampled_from([*names, CLUSTER]), unique=True, max_size=3))
+    topo["spread_factors"] = {k: draw(st.floats(1, 3)) for k in keys}
+    bad = draw(st.integers(0, count))
+    topo["unhealthy"] = {"not_ready": bad // 2, "tainted": bad - bad // 2}
+    return count, topo
+
+
+@settings(max_examples=100, deadline=None)
+@given(_topologies())
+def test_round_trip_property(case: tuple[int, dict[str, Any]]) -> None:
+    count, topo = case
+    pools = parse_pools([_pool(count, topo)], "generated")
+    again = parse_pools(yaml.safe_load(yaml.safe_dump(pools_to_doc(pools))), "written")
+    assert again == pools
+    if count:
+        assert again[0].topology_labels(count - 1) == pools[0].topology_labels(count - 1)
