@@ -30,6 +30,13 @@ management off, fair sharing on (``fairSharing`` present = on in v1beta2; preemp
 ``[LessThanOrEqualToFinalShare, LessThanInitialShare]``, Kueue's documented default pair),
 ``waitForPodsReady`` on (present = on in v1beta2: ``timeout: 5m``, ``blockAdmission: false``), and
 ``--feature-gates=VisibilityOnDemand=false`` (the visibility API server would need an APIService).
+
+Topology-aware scheduling (TAS) needs nothing more: its gate ``TopologyAwareScheduling`` is beta and on
+by default since Kueue v0.14 (``pkg/features/kube_features.go``); for ``batch/job`` Kueue adds the
+``kueue.x-k8s.io/topology`` scheduling gate to the Job's pod template when it starts an admitted Job
+(``pkg/podset``: no pod webhook, which only the ``pod`` integration needs) and its ungater gives each pod
+the ``nodeSelector`` of its assigned domain.  The run's ``Topology`` and TAS flavors are batch objects
+(:mod:`hollowscale.batch.objects`).
 """
 
 from __future__ import annotations
