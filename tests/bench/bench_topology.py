@@ -145,13 +145,16 @@ def dgx_doc(nodes: int, args: argparse.Namespace, name: str) -> dict[str, Any]:
 
 
 def preempt_doc(args: argparse.Namespace) -> dict[str, Any]:
-    """2,048 dgx nodes; low-priority 8-pod gangs (long) arrive first at 3x the rate of high-priority 16-pod
-    gangs that must preempt them (the cluster's GPUs are the tenant's quota, so quota is no way out)."""
+    """2,048 dgx nodes, the tenant's quota half of them; low-priority 8-pod gangs (5 min) arrive at 3x the rate
+    of high-priority 16-pod gangs, which must preempt low ones once the quota is held."""
     doc = dgx_doc(2048, args, "preempt-2048")
     res = {"cpu": "96", "memory": "768Gi", "nvidia.com/gpu": "8"}
-    doc["workloads"] = [_gang("low", 8, 3, res, "30m", priority="low"),
+    doc["workloads"] = [_gang("low", 8, 3, res, "5m", priority="low"),
                         _gang("high", 16, 1, res, {"dist": "uniform", "min": "30s", "max": "60s"}, priority="high")]
     doc["priority_classes"] = [{"name": "low", "value": 10}, {"name": "high", "value": 1000}]
+    half = 2048 // 2  # quota for half the nodes: once the low gangs hold it, every high gang must preempt
+    doc["tenants"] = [{"name": "ml", "quotas": {"dgx": {"cpu": str(half * 128), "memory": f"{half}Ti",
+                                                        "nvidia.com/gpu": half * 8}}}]
     doc["arrival"]["rate"] = args.preempt_rate
     return doc
 
@@ -167,7 +170,7 @@ def intree_doc(args: argparse.Namespace) -> dict[str, Any]:
     workloads = [_gang(f"train-{n}", n, 1, res, "2m") for n in (8, 16)]
     for w in workloads:
         w["queued"] = False
-    return _base("intree-5000", 5000, pool, workloads, [], args.intree_rate, args.load_s, args.settle_s)
+    return _base("intree-5000", 5000, pool, workloads, [], args.intree_rate, args.intree_load_s, args.settle_s)
 
 
 def _get(d: Any, *path: str) -> Any:
@@ -368,7 +371,8 @@ def main() -> int:
     ap.add_argument("--kueue-perf-load-s", type=float, default=60.0, help="load seconds at the kueue-perf point")
     ap.add_argument("--scale-rate", type=float, default=0.5, help="gangs/s offered at the scale points")
     ap.add_argument("--preempt-rate", type=float, default=2.0, help="gangs/s offered at the preemption point")
-    ap.add_argument("--intree-rate", type=float, default=2.0, help="gangs/s offered at the in-tree point")
+    ap.add_argument("--intree-rate", type=float, default=6.0, help="gangs/s offered at the in-tree point (~72 pods/s)")
+    ap.add_argument("--intree-load-s", type=float, default=60.0, help="load seconds at the in-tree point")
     ap.add_argument("--registration-nodes", type=int, default=5000, help="nodes of the registration point")
     ap.add_argument("--registration-rounds", type=int, default=8, help="rounds of the registration point (each "
                     "registers with and without labels)")
