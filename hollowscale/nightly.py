@@ -11,6 +11,16 @@ The set is a file (``scenarios/nightly/set.yaml``; in a folder of its own, as th
         repeats: 1
         max_regression_pct: 40      # optional, per scenario
       - scenario: ../trace-gpushare40.yaml   # a trace scenario: one variant, one seed
+      - scenario: ../topology-gangs-640.yaml
+        variant: kueue-tas-required # a scenario with variants: the one the nightly runs
+
+A scenario with ``variants:`` is in the set only with ``variant:`` naming one of them: the nightly runs
+that variant alone, as ``hollowscale run`` runs it among the others (the scenario copy it runs keeps only
+that variant, so the variant's settings apply exactly; its run folder is one level down,
+``<stamp>-<scenario>/<variant>/``).  Such an entry is keyed ``<scenario>/<variant>`` (baselines, reports,
+``--from-runs``: a run is keyed by its summary's ``scenario`` and ``variant.name``), so several variants of
+one scenario can each be an entry.  It needs what its variant needs: a Kueue variant runs only as root
+with Kueue set up (``make setup KUEUE=1``), checked before the night starts.
 
 Each repeat is one ``hollowscale run`` in a child process, on a fresh local cluster in a folder of the
 nightly's own (``<out>/.cluster``: never the user's ``.hollowscale/cluster``), one after the other.  A trace
@@ -30,7 +40,9 @@ Then either
   limit.  ``comparison.md`` (what CI writes into the job summary) and ``nightly.json`` say what was found.
 
 Exit codes: 0 no regression (or baseline written), 1 a regression (each named: scenario, figure, band, new
-value), 2 the nightly could not judge (a run left no summary, no baseline, a scenario missing from it).
+value), 2 the nightly could not judge (a run left no summary, no baseline, a scenario missing from it, or
+an entry that cannot run on this machine: one needing Kueue or root where they are not, found before any
+run starts).
 ``--from-runs DIR`` judges run folders already under ``DIR`` instead of running anything (re-judging a
 night, or the recorded real runs of the tests); its verdict is written to a new night folder under ``--out``.
 With ``--update-baseline`` it pools the runs of several nights into one baseline
@@ -41,6 +53,7 @@ of different days, which is what a scenario run once a night needs before its ba
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import subprocess
@@ -49,7 +62,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -59,6 +72,10 @@ from hollowscale.report.jsonfile import write_json
 from hollowscale.report.latest import update_latest
 from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
 from hollowscale.report.perfdata import write_perfdata
+
+if TYPE_CHECKING:
+    from hollowscale.scenario import Scenario
+    from hollowscale.setupneeds import Needs
 
 DEFAULT_SET = REPO_ROOT / "scenarios" / "nightly" / "set.yaml"
 DEFAULT_MAX_REGRESSION_PCT = 10.0
@@ -77,11 +94,13 @@ class NightlyEntry:
 
     Attributes:
         scenario: the scenario file (absolute).
-        name: the scenario's ``name`` (what baselines and reports are keyed by).
+        name: what baselines and reports are keyed by: the scenario's ``name``, or ``<name>/<variant>`` for
+            one variant of a scenario with variants (:func:`run_key`).
         repeats: how many runs per night.
         max_regression_pct: this scenario's percent limit (``None``: the set's).
         timeout_s: the scenario's own ``timeout_s`` (a run is interrupted 15 minutes after it).
         trace: whether it is a trace scenario (replayed by ``hollowscale trace replay``).
+        variant: the one variant run of a scenario with ``variants`` (``None``: a scenario without).
     """
 
     scenario: Path
@@ -90,6 +109,7 @@ class NightlyEntry:
     max_regression_pct: float | None = None
     timeout_s: float = 3600.0
     trace: bool = False
+    variant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,10 +158,10 @@ def load_set(path: str | Path) -> NightlySet:
         where = f"scenarios[{i}]"
         if not isinstance(item, dict):
             raise NightlySetError(f"{source}: {where}: expected a mapping {{scenario, repeats}}, got {item!r}")
-        unknown = sorted(set(item) - {"scenario", "repeats", "max_regression_pct"})
+        unknown = sorted(set(item) - {"scenario", "repeats", "max_regression_pct", "variant"})
         if unknown:
             raise NightlySetError(f"{source}: {where}: unknown key(s) {', '.join(map(str, unknown))} "
-                                  f"(expected: scenario, repeats, max_regression_pct)")
+                                  f"(expected: scenario, repeats, max_regression_pct, variant)")
         file = item.get("scenario")
         if not isinstance(file, str) or not file:
             raise NightlySetError(f"{source}: {where}.scenario: expected a scenario file name, got {file!r}")
@@ -150,6 +170,10 @@ def load_set(path: str | Path) -> NightlySet:
             raise NightlySetError(f"{source}: {where}.repeats: expected an integer 1..{MAX_REPEATS}, got {repeats!r}")
         own = item.get("max_regression_pct")
         own_limit = None if own is None else _number(own, f"{where}.max_regression_pct", source)
+        variant = item.get("variant")
+        if variant is not None and (not isinstance(variant, str) or not variant):
+            raise NightlySetError(f"{source}: {where}.variant: expected a variant name of the scenario, "
+                                  f"got {variant!r}")
         scenario = (source.parent / file).resolve()
         if not scenario.is_file():
             raise NightlySetError(f"{source}: {where}.scenario: no such file {scenario}")
@@ -158,16 +182,25 @@ def load_set(path: str | Path) -> NightlySet:
         except yaml.YAMLError:
             is_trace = False  # load_scenario says what is wrong with it
         if is_trace:
+            if variant is not None:
+                raise NightlySetError(f"{source}: {where}.variant: {file} is a trace scenario, replayed whole "
+                                      f"(expected 'variant' only on a scenario with 'variants')")
             entry = _trace_entry(source, where, file, scenario, repeats, own_limit)
         else:
             try:
                 sc = load_scenario(scenario)
             except ScenarioError as exc:
                 raise NightlySetError(f"{source}: {where}.scenario: {file} is not a valid scenario:\n{exc}") from None
-            if sc.variants:
-                raise NightlySetError(f"{source}: {where}.scenario: {file} has variants; the nightly compares single "
-                                      f"runs (expected a scenario without 'variants')")
-            entry = NightlyEntry(scenario, sc.name, repeats, own_limit, float(sc.timeout_s or 3600.0))
+            names = [v.name for v in sc.variants]
+            if names and variant is None:
+                raise NightlySetError(f"{source}: {where}.scenario: {file} has variants ({', '.join(names)}); the "
+                                      f"nightly compares single runs (expected 'variant: <one of them>' in the entry)")
+            if variant is not None and variant not in names:
+                has = f"has the variants {', '.join(names)}" if names else "has no variants"
+                raise NightlySetError(f"{source}: {where}.variant: {file} {has}, not {variant!r} (expected "
+                                      + ("one of them)" if names else "no 'variant' key)"))
+            entry = NightlyEntry(scenario, f"{sc.name}/{variant}" if variant else sc.name, repeats, own_limit,
+                                 float(sc.timeout_s or 3600.0), variant=variant)
         if any(e.name == entry.name for e in entries):
             raise NightlySetError(f"{source}: {where}.scenario: scenario name {entry.name!r} is already in the set "
                                   f"(baselines are keyed by name; expected each scenario once, with repeats)")
@@ -200,9 +233,43 @@ def _trace_entry(source: Path, where: str, file: str, scenario: Path, repeats: i
 # ---------------------------------------------------------------------------------------------- running
 
 
+def entry_scenario(entry: NightlyEntry) -> Scenario:
+    """The scenario an entry runs: for one variant, with ``variants`` reduced to it (as :func:`scenario_copy`
+    writes it), so what it needs is that variant's needs, not the other variants'."""
+    from hollowscale.scenario import load_scenario
+
+    sc = load_scenario(entry.scenario)
+    if entry.variant is None:
+        return sc
+    return dataclasses.replace(sc, variants=tuple(v for v in sc.variants if v.name == entry.variant))
+
+
+def entry_needs(entry: NightlyEntry) -> Needs | None:
+    """What a run entry needs beyond the core (Kueue, root, real nodes...); None for a trace replay, whose
+    command checks its own."""
+    from hollowscale.setupneeds import scenario_needs
+
+    return None if entry.trace else scenario_needs(entry_scenario(entry))
+
+
+def unmet_needs(nset: NightlySet) -> list[str]:
+    """Why entries of the set cannot run on this machine (root, Kueue, real nodes missing), one line each:
+    checked before the first run, so a night of runs is not spent to find out that one entry refuses to
+    start (its night could then neither be judged nor become a baseline)."""
+    from hollowscale.setupneeds import refusal
+
+    return [f"{e.name}: {why}" for e in nset.entries
+            if not e.trace and (why := refusal(entry_scenario(e), str(e.scenario)))]
+
+
 def scenario_copy(entry: NightlyEntry, folder: Path, cluster_dir: Path) -> Path:
-    """The scenario with its local cluster in ``cluster_dir`` (relative pool ``stages`` made absolute)."""
+    """The scenario with its local cluster in ``cluster_dir`` (relative pool ``stages`` made absolute) and, for
+    an entry of one variant, ``variants`` reduced to that one: ``hollowscale run`` then runs it with exactly
+    the settings it has among the others (same seed, same cluster features, same rendering)."""
     doc = yaml.safe_load(entry.scenario.read_text())
+    if entry.variant is not None:
+        doc["variants"] = [v for v in doc.get("variants") or []
+                           if isinstance(v, dict) and v.get("name") == entry.variant]
     cluster = doc.setdefault("cluster", {})
     if cluster.get("backend", "local") == "local":
         cluster["dir"] = str(cluster_dir)
@@ -210,9 +277,10 @@ def scenario_copy(entry: NightlyEntry, folder: Path, cluster_dir: Path) -> Path:
         stages = pool.get("stages") if isinstance(pool, dict) else None
         if isinstance(stages, str) and not Path(stages).is_absolute():
             pool["stages"] = str((entry.scenario.parent / stages).resolve())
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{entry.name}.yaml"
-    path.write_text(f"# {entry.scenario} as the nightly runs it (cluster.dir set)\n" + yaml.safe_dump(doc, sort_keys=False))
+    path = folder / f"{entry.name}.yaml"  # <scenario>/<variant>.yaml for a variant
+    path.parent.mkdir(parents=True, exist_ok=True)
+    what = "cluster.dir set" + (f"; variants: {entry.variant} only" if entry.variant else "")
+    path.write_text(f"# {entry.scenario} as the nightly runs it ({what})\n" + yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
@@ -249,13 +317,15 @@ def run_command(scenario: Path, out: Path, trace: bool = False) -> list[str]:
     return [sys.executable, "-m", "hollowscale.run", str(scenario), "--out", str(out), "--quiet"]
 
 
-def run_one(scenario: Path, out: Path, log: Path, timeout_s: float, trace: bool = False) -> tuple[int, Path | None]:
+def run_one(scenario: Path, out: Path, log: Path, timeout_s: float, trace: bool = False,
+            variant: bool = False) -> tuple[int, Path | None]:
     """One ``hollowscale run`` (or trace replay); (exit code, the run folder it wrote or None).
 
     A run still going ``timeout_s`` later gets SIGINT (the run's own interruption path: it writes a partial
     report and brings its cluster down), then SIGKILL two minutes after that.  A trace replay writes its run
-    folder one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``); the newest folder holding a
-    ``summary.json`` at either depth is the one.
+    folder one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``), and so does a scenario of one
+    variant (``<stamp>-<scenario>/<variant>/``); the newest folder holding a ``summary.json`` at its depth is
+    the one.
     """
     before = {p.name for p in out.iterdir()} if out.is_dir() else set()
     with log.open("w") as fh:
@@ -270,21 +340,23 @@ def run_one(scenario: Path, out: Path, log: Path, timeout_s: float, trace: bool 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = proc.wait()
-    return code, new_run_dir(out, before, trace)
+    return code, new_run_dir(out, before, trace, variant)
 
 
-def new_run_dir(out: Path, before: set[str], trace: bool = False) -> Path | None:
+def new_run_dir(out: Path, before: set[str], trace: bool = False, variant: bool = False) -> Path | None:
     """The run folder a repeat wrote under ``out`` (whose entries were ``before``): the newest new folder
-    with a ``summary.json``; a trace replay's is one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``)."""
+    with a ``summary.json``; a trace replay's is one level down (``<stamp>-<scenario>/<variant>-seed<seed>/``),
+    and so is a variant's (``<stamp>-<scenario>/<variant>/``, beside the one-variant comparison)."""
     new = [p for p in out.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in before] if out.is_dir() else []
-    if trace:
+    if trace or variant:
         new = [c for p in new for c in sorted(p.iterdir()) if c.is_dir() and not c.is_symlink()]
     new = [p for p in new if (p / "summary.json").is_file()]
     return sorted(new)[-1] if new else None
 
 
 def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[dict[str, Any]]]:
-    """Run every repeat of every scenario; scenario name -> [{repeat, exit_code, run_dir, log}]."""
+    """Run every repeat of every scenario; entry name (``<scenario>`` or ``<scenario>/<variant>``) ->
+    [{repeat, exit_code, run_dir, log}]."""
     runs: dict[str, list[dict[str, Any]]] = {}
     copies = night / "scenarios"
     for entry in nset.entries:
@@ -295,7 +367,8 @@ def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[d
             say(f"[nightly] {entry.name} {r}/{entry.repeats} ...")
             log = night / "logs" / f"{entry.name}-{r:02d}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            code, run_dir = run_one(scen, night / entry.name, log, entry.timeout_s + 900, entry.trace)
+            code, run_dir = run_one(scen, night / entry.name, log, entry.timeout_s + 900, entry.trace,
+                                    entry.variant is not None)
             say(f"[nightly] {entry.name} {r}/{entry.repeats}: exit {code}, {time.monotonic() - t0:.0f}s, "
                 f"{run_dir or 'no report (see ' + str(log) + ')'}")
             runs.setdefault(entry.name, []).append({"repeat": r, "exit_code": code, "log": str(log),
@@ -303,8 +376,28 @@ def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[d
     return runs
 
 
+def run_key(summary: dict[str, Any]) -> str:
+    """What a run is judged and baselined under: its scenario's name, ``<name>/<variant>`` for a run of one
+    variant of a scenario with variants (its summary's ``variant.name``), so that the variants of one scenario
+    are never banded together.  A trace replay's ``variant`` (a plain string) is not part of its key: the
+    nightly replays a trace scenario of one variant only."""
+    variant = summary.get("variant")
+    name = str(summary.get("scenario"))
+    if isinstance(variant, dict) and isinstance(variant.get("name"), str) and variant["name"]:
+        return f"{name}/{variant['name']}"
+    return name
+
+
+def load_keyed(run_dir: Path) -> dict[str, Any]:
+    """A run's summary as the baseline sees it: ``scenario`` is its :func:`run_key` (the baseline keys its
+    entries by the summaries' ``scenario``; the run's own file is not changed)."""
+    summary = bl.load_compared(run_dir)
+    key = run_key(summary)
+    return summary if key == summary.get("scenario") else {**summary, "scenario": key}
+
+
 def find_runs(folder: Path) -> dict[str, list[Path]]:
-    """Run folders (holding ``summary.json``) under ``folder``, by scenario name; links not followed."""
+    """Run folders (holding ``summary.json``) under ``folder``, by :func:`run_key`; links not followed."""
     out: dict[str, list[Path]] = {}
     seen: set[Path] = set()
     for path in sorted(folder.rglob("summary.json")):
@@ -319,7 +412,7 @@ def find_runs(folder: Path) -> dict[str, list[Path]]:
             s = bl.load_compared(run_dir)
         except (OSError, ValueError):
             continue
-        out.setdefault(str(s.get("scenario")), []).append(run_dir)
+        out.setdefault(run_key(s), []).append(run_dir)
     return out
 
 
@@ -346,7 +439,7 @@ def judge(nset: NightlySet, runs: dict[str, list[Path]], baseline_dir: Path, upd
             continue
         if len(dirs) < entry.repeats:  # more is fine: runs of several nights pooled into one baseline
             cannot.append(f"{entry.name}: {len(dirs)} run(s) with a summary, the set asks for {entry.repeats}")
-        summaries[entry.name] = [(d, bl.load_compared(d)) for d in dirs]
+        summaries[entry.name] = [(d, load_keyed(d)) for d in dirs]
     md = ["# hollowscale nightly", ""]
     if update:
         left_out: list[str] = []
@@ -444,6 +537,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.update_baseline and not bl.is_baseline(baseline_dir):
             print(f"error: no baseline at {baseline_dir} (build one first: NIGHTLY_UPDATE_BASELINE=1 make nightly, "
                   f"or point NIGHTLY_BASELINE at one)", file=sys.stderr)
+            return CANNOT_JUDGE
+        unmet = unmet_needs(nset)
+        if unmet:
+            print("error: the set cannot run here (nothing was run):\n" + "\n".join(f"  {u}" for u in unmet),
+                  file=sys.stderr)
             return CANNOT_JUDGE
         night = night_folder(root)
         night.mkdir(parents=True)

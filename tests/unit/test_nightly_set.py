@@ -19,9 +19,12 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_shipped_set_is_valid_and_small() -> None:
+    # what `make nightly` runs (python -m hollowscale.nightly, its --set defaulting to DEFAULT_SET)
     s = load_set(DEFAULT_SET)
-    assert [(e.name, e.repeats, e.trace) for e in s.entries] == [
-        ("smoke", 3, False), ("default", 1, False), ("trace-gpushare40", 1, True), ("trace-multigpu20", 1, True)]
+    assert [(e.name, e.repeats, e.trace, e.variant) for e in s.entries] == [
+        ("smoke", 3, False, None), ("default", 1, False, None), ("trace-gpushare40", 1, True, None),
+        ("trace-multigpu20", 1, True, None),
+        ("topology-gangs-640/kueue-tas-required", 1, False, "kueue-tas-required")]
     assert s.max_regression_pct == 25 and s.limit(s.entries[1]) == 40 and s.limit(s.entries[0]) == 25
     assert all(e.scenario.is_absolute() and e.scenario.is_file() for e in s.entries)
 
@@ -38,7 +41,22 @@ def test_shipped_set_is_valid_and_small() -> None:
     ("scenarios: [{repeats: 2}]\n", "scenarios[0].scenario: expected a scenario file name"),
     ("scenarios: [{scenario: smoke.yaml}, {scenario: smoke.yaml, repeats: 2}]\n",
      "scenarios[1].scenario: scenario name 'smoke' is already in the set"),
-    ("scenarios: [{scenario: gang-contention.yaml}]\n", "has variants; the nightly compares single runs"),
+    ("scenarios: [{scenario: gang-contention.yaml}]\n",
+     "scenarios[0].scenario: gang-contention.yaml has variants (default, gang, queues, gang-queues); the nightly "
+     "compares single runs (expected 'variant: <one of them>' in the entry)"),
+    ("scenarios: [{scenario: gang-contention.yaml, variant: queue}]\n",
+     "scenarios[0].variant: gang-contention.yaml has the variants default, gang, queues, gang-queues, not 'queue' "
+     "(expected one of them)"),
+    ("scenarios: [{scenario: smoke.yaml, variant: default}]\n",
+     "scenarios[0].variant: smoke.yaml has no variants, not 'default' (expected no 'variant' key)"),
+    ("scenarios: [{scenario: gang-contention.yaml, variant: ''}]\n",
+     "scenarios[0].variant: expected a variant name of the scenario, got ''"),
+    ("scenarios: [{scenario: gang-contention.yaml, variant: [gang]}]\n",
+     "scenarios[0].variant: expected a variant name of the scenario, got ['gang']"),
+    ("scenarios: [{scenario: trace-gpushare40.yaml, variant: default}]\n",
+     "scenarios[0].variant: trace-gpushare40.yaml is a trace scenario, replayed whole"),
+    ("scenarios: [{scenario: gang-contention.yaml, variant: gang}, {scenario: gang-contention.yaml, variant: gang}]\n",
+     "scenarios[1].scenario: scenario name 'gang-contention/gang' is already in the set"),
     ("max_regression_pct: -5\nscenarios: [{scenario: smoke.yaml}]\n", "max_regression_pct: expected a number >= 0"),
     ("scenarios: [{scenario: smoke.yaml, max_regression_pct: ten}]\n",
      "scenarios[0].max_regression_pct: expected a number >= 0"),
@@ -46,11 +64,13 @@ def test_shipped_set_is_valid_and_small() -> None:
 ])
 def test_mistakes_are_refused(tmp_path: Path, text: str, message: str) -> None:
     # the set refers to the shipped scenarios by absolute path, so it can live in tmp_path
-    path = write(tmp_path, text.replace("smoke.yaml", str(SCEN / "smoke.yaml"))
-                 .replace("gang-contention.yaml", str(SCEN / "gang-contention.yaml")))
+    for name in ("smoke.yaml", "gang-contention.yaml", "trace-gpushare40.yaml"):
+        text = text.replace(f"scenario: {name}", f"scenario: {SCEN / name}")
+    path = write(tmp_path, text)
     with pytest.raises(NightlySetError) as exc:
         load_set(path)
-    assert message in str(exc.value) and str(path) in str(exc.value)
+    # the set names the scenarios by absolute path; the message names them as the set does
+    assert message in str(exc.value).replace(f"{SCEN}/", "") and str(path) in str(exc.value)
 
 
 def test_an_invalid_scenario_is_named(tmp_path: Path) -> None:
@@ -183,3 +203,131 @@ def test_replays_are_banded_on_their_allocation_and_their_checks(tmp_path: Path)
     assert v.code == 1 and v.problems == [
         "trace-gpushare40: check allocation_equals_apiserver passed in all 2 baseline runs and fails in d "
         "(replay_gpu_milli 100, apiserver_gpu_milli 90)"], v.problems
+
+
+# ------------------------------------------------------------------------------ one variant of a scenario
+def test_one_variant_of_a_scenario_is_an_entry_keyed_by_it(tmp_path: Path) -> None:
+    gc = SCEN / "gang-contention.yaml"
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {gc}, variant: gang, repeats: 2}},\n"
+                                    f"            {{scenario: {gc}, variant: queues}}]\n"))
+    assert [(e.name, e.variant, e.repeats, e.trace) for e in nset.entries] == [
+        ("gang-contention/gang", "gang", 2, False), ("gang-contention/queues", "queues", 1, False)]
+    assert all(e.scenario == gc and e.timeout_s == 20 * 60 for e in nset.entries)  # the scenario's timeout_s
+
+
+def test_scenario_copy_of_a_variant_holds_only_that_variant(tmp_path: Path) -> None:
+    import yaml
+
+    from hollowscale.scenario import load_scenario
+
+    (entry,) = [e for e in load_set(DEFAULT_SET).entries if e.variant]
+    copy = scenario_copy(entry, tmp_path / "scen", tmp_path / ".cluster")
+    assert copy == tmp_path / "scen" / "topology-gangs-640" / "kueue-tas-required.yaml"
+    doc = yaml.safe_load(copy.read_text())
+    orig = yaml.safe_load(entry.scenario.read_text())
+    assert doc["cluster"].pop("dir") == str(tmp_path / ".cluster")
+    assert doc.pop("variants") == [{"name": "kueue-tas-required", "kueue": True, "topology": "kueue-required"}]
+    assert len(orig.pop("variants")) == 5 and doc == orig
+    # the copy runs exactly what `hollowscale run` runs for that variant of the original
+    ran, full = load_scenario(copy), load_scenario(entry.scenario)
+    (variant,) = ran.variants
+    want = full.with_variant(next(v for v in full.variants if v.name == "kueue-tas-required"))
+    got = ran.with_variant(variant)
+    assert (got.cluster.kueue, got.cluster.gang_scheduling, got.load, got.pools, got.variant) == (
+        want.cluster.kueue, want.cluster.gang_scheduling, want.load, want.pools, want.variant)
+
+
+def test_a_variants_run_folder_is_found_one_level_down(tmp_path: Path) -> None:
+    from hollowscale.nightly import new_run_dir
+
+    out = tmp_path / "topology-gangs-640" / "kueue-tas-required"
+    parent = out / "20261207-110000-topology-gangs-640"
+    run = parent / "kueue-tas-required"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    (parent / "comparison.md").write_text("# one variant\n")
+    (out / "latest").symlink_to(parent.name)
+    assert new_run_dir(out, set(), variant=True) == run
+    assert new_run_dir(out, set()) is None  # not directly under out
+    assert new_run_dir(out, {parent.name}, variant=True) is None  # there before the repeat
+
+
+def _variant_summary(run_id: str, variant: str | None, unfinished: int = 0) -> dict[str, Any]:
+    import json
+
+    base = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "compare" / "base" / "summary.json")
+                      .read_text())
+    s = dict(base, run_id=run_id, scenario="topology-gangs-640")
+    if variant:
+        s["variant"] = {"name": variant, "gang_scheduling": False, "kueue": True, "preemption": True}
+    s["measurements"] = dict(base["measurements"], jobs=dict(base["measurements"]["jobs"], unfinished=unfinished))
+    return s
+
+
+def test_variant_runs_are_found_baselined_and_judged_under_their_key(tmp_path: Path) -> None:
+    import json
+
+    from hollowscale.nightly import find_runs, judge, run_key
+    from hollowscale.report.baseline import load_baseline
+
+    assert run_key(_variant_summary("x", "kueue-tas-required")) == "topology-gangs-640/kueue-tas-required"
+    assert run_key(_variant_summary("x", None)) == "topology-gangs-640"
+    assert run_key({"scenario": "trace-gpushare40", "variant": "default"}) == "trace-gpushare40"  # a replay's
+    t = SCEN / "topology-gangs-640.yaml"
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {t}, variant: kueue-tas-required}},\n"
+                                    f"            {{scenario: {t}, variant: default}}]\n"))
+    for night, run_id, variant, unfinished in (("n1", "a", "kueue-tas-required", 0), ("n2", "b", "kueue-tas-required", 0),
+                                               ("n1", "c", "default", 0), ("n3", "d", "kueue-tas-required", 300)):
+        d = tmp_path / "reports" / night / "topology-gangs-640" / variant / f"2026-{run_id}" / variant
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(_variant_summary(run_id, variant, unfinished)))
+    runs = find_runs(tmp_path / "reports")
+    assert {k: sorted(p.parent.name for p in v) for k, v in runs.items()} == {
+        "topology-gangs-640/kueue-tas-required": ["2026-a", "2026-b", "2026-d"],
+        "topology-gangs-640/default": ["2026-c"]}
+    tas = sorted(runs["topology-gangs-640/kueue-tas-required"])
+    v = judge(nset, {"topology-gangs-640/kueue-tas-required": tas[:2],
+                     "topology-gangs-640/default": runs["topology-gangs-640/default"]},
+              tmp_path / "bl", update=True, limit_override=None)
+    assert v.code == 0, v.markdown
+    doc = load_baseline(tmp_path / "bl")
+    assert {k: e["runs"] for k, e in doc["scenarios"].items()} == {
+        "topology-gangs-640/kueue-tas-required": ["a", "b"], "topology-gangs-640/default": ["c"]}
+    # the run's own summary is not changed; the baseline's copy carries the key
+    assert json.loads((tas[0] / "summary.json").read_text())["scenario"] == "topology-gangs-640"
+    copied = tmp_path / "bl" / "runs" / "topology-gangs-640" / "kueue-tas-required" / "01" / "summary.json"
+    assert json.loads(copied.read_text())["scenario"] == "topology-gangs-640/kueue-tas-required"
+    # judged against its own variant's band: the same figures pass, 300 unfinished jobs regress
+    v = judge(nset, {"topology-gangs-640/kueue-tas-required": [tas[1]],
+                     "topology-gangs-640/default": runs["topology-gangs-640/default"]},
+              tmp_path / "bl", update=False, limit_override=10)
+    assert v.code == 0, v.markdown
+    v = judge(nset, {"topology-gangs-640/kueue-tas-required": [tas[2]],
+                     "topology-gangs-640/default": runs["topology-gangs-640/default"]},
+              tmp_path / "bl", update=False, limit_override=10)
+    assert v.code == 1 and all(p.startswith("topology-gangs-640/kueue-tas-required: ") for p in v.problems), v.problems
+    assert any("jobs.unfinished" in p for p in v.problems)
+
+
+def test_what_a_variant_entry_needs_is_its_variants(tmp_path: Path) -> None:
+    from hollowscale.nightly import entry_needs
+
+    t = SCEN / "topology-gangs-640.yaml"
+    nset = load_set(write(tmp_path, f"scenarios: [{{scenario: {t}, variant: kueue-tas-required}},\n"
+                                    f"            {{scenario: {t}, variant: intree-tas}}]\n"))
+    needs = [entry_needs(e) for e in nset.entries]
+    assert [(n.kueue, n.root) for n in needs if n] == [(True, True), (False, False)]
+
+
+def test_an_entry_that_cannot_run_here_stops_the_night_before_any_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # not root: the Kueue variant refuses to start
+    code = main(["--set", str(DEFAULT_SET), "--out", str(tmp_path / "r"), "--update-baseline",
+                 "--baseline", str(tmp_path / "bl")])
+    err = capsys.readouterr().err
+    assert code == 2 and "the set cannot run here (nothing was run)" in err, err
+    assert "topology-gangs-640/kueue-tas-required: " in err and "needs root" in err
+    assert "smoke:" not in err and "default:" not in err  # hollow nodes alone need no root
+    assert not (tmp_path / "r").exists() and not (tmp_path / "bl").exists()
