@@ -13,7 +13,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e test-flakes lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace kind-node-image kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile kind-node-image kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -101,7 +101,10 @@ bench-trace: setup ## Alibaba's GPU trace through the real scheduler: default an
 bench-scaling: setup ## agents per 1,000 hollow nodes and per pod transition, one agent's saturation under a CPU limit, control-plane cost per node, agent pods for 5,000/15,000 nodes (~20 min, root) -> reports/bench/scaling.json
 	$(PY) tests/bench/bench_scaling.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace
+bench-gang-profile: setup ## where kube-scheduler's CPU goes under in-tree gang scheduling: CPU profiles and queue metrics of the gang, gang without SchedulerPopFromBackoffQ and default variants of gang-contention (~15 min) -> reports/bench/gang-profile.json
+	$(PY) tests/bench/bench_gang_profile.py
+
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile
 
 kind-node-image: setup ## the kind node image built here (no registry), loaded into hollowscale's podman
 	$(PY) -m hollowscale kind node-image
