@@ -111,7 +111,27 @@ def _pools(b: dict[str, Any]) -> Table:
     return "GPU allocation by pool", ["pool", "GPUs", "allocated avg %", "allocated max %"], rows, ""
 
 
-def _prometheus(m: dict[str, Any]) -> Table | None:
+#: unschedulable pod-group attempts per second of the window above which the report names the retry loop
+#: (gang-contention: ~1,500/s with SchedulerPopFromBackoffQ on, ~2/s with it off; reports/bench/gang-profile.md)
+RETRY_LOOP_PER_S = 50.0
+
+
+def retry_loop_words(unschedulable: float | None, window_s: float | None) -> str | None:
+    """What the scheduler's unschedulable pod-group attempts say, when they are a loop rather than events.
+
+    kube-scheduler v1.36.3 puts a pod group that failed back through its backoff queue with no event-based
+    requeue ("not yet implemented for pod group level", pkg/scheduler/backend/queue), and the beta gate
+    SchedulerPopFromBackoffQ (on by default) pops it before its backoff ends whenever the active queue is
+    empty: a gang that does not fit is retried continuously.  ``make bench-gang-profile`` measured that loop
+    as most of the scheduler's CPU (its own pprof), and ~2 attempts/s with the gate off."""
+    if not unschedulable or not window_s or unschedulable / window_s < RETRY_LOOP_PER_S:
+        return None
+    return (f"{unschedulable / window_s:,.0f} unschedulable pod-group attempts/s: waiting gangs retried in a loop "
+            "(no event-based requeue for pod groups in v1.36, SchedulerPopFromBackoffQ pops them early; "
+            "most of cpu:scheduler, see reports/bench/gang-profile.md)")
+
+
+def _prometheus(m: dict[str, Any], window_s: float | None = None) -> Table | None:
     bp = m.get("batch_prometheus") or {}
     if not bp:
         return None
@@ -138,6 +158,9 @@ def _prometheus(m: dict[str, Any]) -> Table | None:
             rows += [["scheduler pod-group attempts (by result)", f"{_n(att.get('total'))} ({_counts(att.get('by_result'))})"],
                      ["pod-group attempt duration p50", quantile_text(dur, "p50", 3, "ms", "batch_prometheus")],
                      ["pod-group attempt duration p99", quantile_text(dur, "p99", 3, "ms", "batch_prometheus")]]
+            loop = retry_loop_words((att.get("by_result") or {}).get("unschedulable"), window_s)
+            if loop is not None:
+                rows.append(["scheduler pod-group retry loop", loop])
         else:
             rows.append(["scheduler pod-group figures", "not exported (no gang scheduling in this run)"])
         rows.append(["scheduler preemption attempts / victims",
@@ -155,7 +178,8 @@ def tables(summary: dict[str, Any]) -> list[Table]:
     if not isinstance(b, dict) or not b:
         return []
     out = [_jobs(b), _steps(b), _queue_wait(b), _shares(b), _pools(b)]
-    prom = _prometheus(m)
+    window = (summary.get("prometheus") or {}).get("window") or []
+    prom = _prometheus(m, window[1] - window[0] if len(window) == 2 else None)
     if prom is not None:
         out.append(prom)
     return [t for t in out if t[2]]

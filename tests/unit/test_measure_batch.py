@@ -546,3 +546,30 @@ def test_bindings_of_one_gang_a_moment_apart_are_not_a_partial_start() -> None:
     assert blip["partial_jobs"]["instances_ever_partial"] == 0 and blip["wasted_gpu_seconds"] == 0.0
     real = two(2.5)
     assert real["partial_jobs"]["instances_ever_partial"] == 1 and real["wasted_gpu_seconds"] == 20.0
+
+
+def test_the_batch_report_names_the_schedulers_pod_group_retry_loop_from_its_rate() -> None:
+    """Recorded from make bench-gang-profile (gang-contention, 244 s window): the gang variant's scheduler
+    answered 342,957 pod-group attempts unschedulable (the retry loop), the same load with
+    SchedulerPopFromBackoffQ off 463; the row appears at RETRY_LOOP_PER_S and above only."""
+    from hollowscale.batch.report import RETRY_LOOP_PER_S, retry_loop_words, tables
+
+    assert retry_loop_words(342_957, 244.0) is not None and "1,406 unschedulable" in str(retry_loop_words(342_957, 244.0))
+    assert retry_loop_words(463, 244.0) is None
+    assert retry_loop_words(RETRY_LOOP_PER_S * 10, 10.0) is not None
+    assert retry_loop_words(RETRY_LOOP_PER_S * 10 - 1, 10.0) is None
+    assert retry_loop_words(None, 10.0) is None and retry_loop_words(5000, None) is None
+
+    def rows(unschedulable: float, window: list[float] | None) -> list[list[str]]:
+        summary = {"measurements": {
+            "batch": {"instances": {"total": 1}},
+            "batch_prometheus": {"scheduler": {"podgroups_available": True, "podgroup_attempts": {
+                "total": unschedulable + 35, "by_result": {"scheduled": 35, "unschedulable": unschedulable}}}}}}
+        if window is not None:
+            summary["prometheus"] = {"window": window}
+        return [r for t in tables(summary) for r in t[2]]
+
+    loop = [r for r in rows(342_957, [0.0, 244.0]) if r[0] == "scheduler pod-group retry loop"]
+    assert len(loop) == 1 and loop[0][1].startswith("1,406 unschedulable pod-group attempts/s")
+    assert not [r for r in rows(463, [0.0, 244.0]) if r[0] == "scheduler pod-group retry loop"]
+    assert not [r for r in rows(342_957, None) if r[0] == "scheduler pod-group retry loop"]
