@@ -24,7 +24,7 @@ def test_shipped_set_is_valid_and_small() -> None:
     assert [(e.name, e.repeats, e.trace, e.variant) for e in s.entries] == [
         ("smoke", 3, False, None), ("default", 1, False, None), ("trace-gpushare40", 1, True, None),
         ("trace-multigpu20", 1, True, None),
-        ("topology-gangs-640/kueue-tas-required", 1, False, "kueue-tas-required")]
+        ("topology-gangs-640/intree-tas", 1, False, "intree-tas")]
     assert s.max_regression_pct == 25 and s.limit(s.entries[1]) == 40 and s.limit(s.entries[0]) == 25
     assert all(e.scenario.is_absolute() and e.scenario.is_file() for e in s.entries)
 
@@ -222,16 +222,16 @@ def test_scenario_copy_of_a_variant_holds_only_that_variant(tmp_path: Path) -> N
 
     (entry,) = [e for e in load_set(DEFAULT_SET).entries if e.variant]
     copy = scenario_copy(entry, tmp_path / "scen", tmp_path / ".cluster")
-    assert copy == tmp_path / "scen" / "topology-gangs-640" / "kueue-tas-required.yaml"
+    assert copy == tmp_path / "scen" / "topology-gangs-640" / "intree-tas.yaml"
     doc = yaml.safe_load(copy.read_text())
     orig = yaml.safe_load(entry.scenario.read_text())
     assert doc["cluster"].pop("dir") == str(tmp_path / ".cluster")
-    assert doc.pop("variants") == [{"name": "kueue-tas-required", "kueue": True, "topology": "kueue-required"}]
+    assert doc.pop("variants") == [{"name": "intree-tas", "gang_scheduling": True, "topology": "intree"}]
     assert len(orig.pop("variants")) == 5 and doc == orig
     # the copy runs exactly what `hollowscale run` runs for that variant of the original
     ran, full = load_scenario(copy), load_scenario(entry.scenario)
     (variant,) = ran.variants
-    want = full.with_variant(next(v for v in full.variants if v.name == "kueue-tas-required"))
+    want = full.with_variant(next(v for v in full.variants if v.name == "intree-tas"))
     got = ran.with_variant(variant)
     assert (got.cluster.kueue, got.cluster.gang_scheduling, got.load, got.pools, got.variant) == (
         want.cluster.kueue, want.cluster.gang_scheduling, want.load, want.pools, want.variant)
@@ -324,10 +324,13 @@ def test_an_entry_that_cannot_run_here_stops_the_night_before_any_run(
     import os
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)  # not root: the Kueue variant refuses to start
-    code = main(["--set", str(DEFAULT_SET), "--out", str(tmp_path / "r"), "--update-baseline",
+    t = SCEN / "topology-gangs-640.yaml"
+    own = write(tmp_path, f"scenarios: [{{scenario: {SCEN / 'smoke.yaml'}, repeats: 1}},\n"
+                          f"            {{scenario: {t}, variant: kueue-tas-required}}]\n")
+    code = main(["--set", str(own), "--out", str(tmp_path / "r"), "--update-baseline",
                  "--baseline", str(tmp_path / "bl")])
     err = capsys.readouterr().err
     assert code == 2 and "the set cannot run here (nothing was run)" in err, err
     assert "topology-gangs-640/kueue-tas-required: " in err and "needs root" in err
-    assert "smoke:" not in err and "default:" not in err  # hollow nodes alone need no root
+    assert "smoke:" not in err  # hollow nodes alone need no root
     assert not (tmp_path / "r").exists() and not (tmp_path / "bl").exists()
