@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hollowscale.measure.prom import PromQueries, as_number, counter_increase, mark_bucketed
+from hollowscale.measure.prom import PromQueries, as_number, counter_increase, histogram_quantiles
 
 #: metric names (checked against the sources named in the module docstring)
 SCHED_PODGROUP_ATTEMPTS = "scheduler_podgroup_schedule_attempts_total"
@@ -89,34 +89,6 @@ def _present(pq: PromQueries, metric: str, end: float, start: float, purpose: st
     return bool(pq.instant(f"count(last_over_time({metric}[{_w(start, end)}]))", end, purpose))
 
 
-def _quantiles(pq: PromQueries, metric: str, start: float, end: float, purpose: str, by: str = "",
-               selector: str = "", scale: float = 1.0) -> dict[str, Any]:
-    """p50/p99 of a histogram over the window (``scale`` 1000 for ms), overall and per ``by`` label, each
-    with the bucket it was interpolated in (:func:`hollowscale.measure.prom.mark_bucketed`)."""
-    w = _w(start, end)
-    out: dict[str, Any] = {"queries": {}}
-    for q in (50, 99):
-        query = f"histogram_quantile({q / 100}, sum by (le) (increase({metric}_bucket{selector}[{w}])))"
-        out["queries"][f"p{q}"] = query
-        v = pq.scalar(query, end, f"{purpose} p{q}")
-        out[f"p{q}"] = None if v is None else round(v * scale, 3)
-        if by:
-            query = f"histogram_quantile({q / 100}, sum by (le, {by}) (increase({metric}_bucket{selector}[{w}])))"
-            out["queries"][f"by_{by}.p{q}"] = query
-            for s in pq.instant(query, end, f"{purpose} p{q} by {by}"):
-                v = as_number(s["value"][1])
-                out.setdefault(f"by_{by}", {}).setdefault(s["metric"].get(by, ""), {})[f"p{q}"] = (
-                    None if v is None else round(v * scale, 3))
-    out["queries"]["buckets"], counts = pq.buckets(metric, selector, w, (), end, f"{purpose} buckets")
-    mark_bucketed(out, counts.get(()), scale=scale)
-    if by and out.get(f"by_{by}"):
-        out["queries"][f"by_{by}.buckets"], counts = pq.buckets(metric, selector, w, (by,), end,
-                                                              f"{purpose} buckets by {by}")
-        for value, fig in out[f"by_{by}"].items():
-            mark_bucketed(fig, counts.get((value,)), scale=scale)
-    return out
-
-
 def kueue_figures(pq: PromQueries, start: float, end: float, step_s: float = 5.0) -> dict[str, Any]:
     """Kueue's own view of the window [start, end] (epoch s).
 
@@ -139,7 +111,7 @@ def kueue_figures(pq: PromQueries, start: float, end: float, step_s: float = 5.0
                                         "Kueue admissions by ClusterQueue and priority")
     out["admitted_by_local_queue"] = counter(KUEUE_LQ_ADMITTED, ("namespace", "name"),
                                              "Kueue admissions by LocalQueue (namespace = tenant)")
-    out["admission_wait_s"] = _quantiles(pq, KUEUE_ADMISSION_WAIT, start, end, "Kueue admission wait",
+    out["admission_wait_s"] = histogram_quantiles(pq, KUEUE_ADMISSION_WAIT, start, end, "Kueue admission wait",
                                          by="cluster_queue")
     q_end = f"sum by (cluster_queue, status) ({KUEUE_PENDING})"
     q_max = f"max_over_time((sum by (cluster_queue) ({KUEUE_PENDING}))[{_w(start, end)}:{max(step_s, 1.0):g}s])"
@@ -176,15 +148,15 @@ def scheduler_batch_figures(pq: PromQueries, start: float, end: float) -> dict[s
 
     out: dict[str, Any] = {"podgroups_available": pg}
     out["podgroup_attempts"] = counter(SCHED_PODGROUP_ATTEMPTS, ("result",), "pod-group scheduling attempts", pg)
-    out["podgroup_attempt_duration_ms"] = _quantiles(pq, SCHED_PODGROUP_ATTEMPT_DURATION, start, end,
+    out["podgroup_attempt_duration_ms"] = histogram_quantiles(pq, SCHED_PODGROUP_ATTEMPT_DURATION, start, end,
                                                      "pod-group attempt duration", by="result", scale=1000.0)
-    out["podgroup_algorithm_duration_ms"] = _quantiles(pq, SCHED_PODGROUP_ALGORITHM_DURATION, start, end,
+    out["podgroup_algorithm_duration_ms"] = histogram_quantiles(pq, SCHED_PODGROUP_ALGORITHM_DURATION, start, end,
                                                        "pod-group algorithm duration", scale=1000.0)
     out["preemption_attempts"] = counter(SCHED_PREEMPTION_ATTEMPTS, (), "scheduler preemption attempts", scraped)
     out["preemption_victims"] = counter(f"{SCHED_PREEMPTION_VICTIMS}_sum", (), "scheduler preemption victims",
                                         scraped)
     out["preemptions_observed"] = counter(f"{SCHED_PREEMPTION_VICTIMS}_count", (), "scheduler preemptions", scraped)
-    out["victims_per_preemption"] = _quantiles(pq, SCHED_PREEMPTION_VICTIMS, start, end, "victims per preemption")
+    out["victims_per_preemption"] = histogram_quantiles(pq, SCHED_PREEMPTION_VICTIMS, start, end, "victims per preemption")
     return out
 
 

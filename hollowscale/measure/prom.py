@@ -464,3 +464,32 @@ def counter_increase(samples: list[tuple[float, float]], start: float) -> tuple[
             resets += 1
         prev = v
     return total, resets
+
+
+def histogram_quantiles(pq: PromQueries, metric: str, start: float, end: float, purpose: str, by: str = "",
+                        selector: str = "", scale: float = 1.0) -> dict[str, Any]:
+    """p50/p99 of a histogram over the window [start, end] (epoch s; ``scale`` 1000 for ms), overall and per
+    ``by`` label (``by_<label>``), each with the bucket it was interpolated in (:func:`mark_bucketed`), and the
+    queries that gave them (``queries``)."""
+    w = f"{max(1, math.ceil(end - start))}s"
+    out: dict[str, Any] = {"queries": {}}
+    for q in (50, 99):
+        query = f"histogram_quantile({q / 100}, sum by (le) (increase({metric}_bucket{selector}[{w}])))"
+        out["queries"][f"p{q}"] = query
+        v = pq.scalar(query, end, f"{purpose} p{q}")
+        out[f"p{q}"] = None if v is None else round(v * scale, 3)
+        if by:
+            query = f"histogram_quantile({q / 100}, sum by (le, {by}) (increase({metric}_bucket{selector}[{w}])))"
+            out["queries"][f"by_{by}.p{q}"] = query
+            for s in pq.instant(query, end, f"{purpose} p{q} by {by}"):
+                v = as_number(s["value"][1])
+                out.setdefault(f"by_{by}", {}).setdefault(s["metric"].get(by, ""), {})[f"p{q}"] = (
+                    None if v is None else round(v * scale, 3))
+    out["queries"]["buckets"], counts = pq.buckets(metric, selector, w, (), end, f"{purpose} buckets")
+    mark_bucketed(out, counts.get(()), scale=scale)
+    if by and out.get(f"by_{by}"):
+        out["queries"][f"by_{by}.buckets"], counts = pq.buckets(metric, selector, w, (by,), end,
+                                                              f"{purpose} buckets by {by}")
+        for value, fig in out[f"by_{by}"].items():
+            mark_bucketed(fig, counts.get((value,)), scale=scale)
+    return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hollowscale.measure.prom import PromQueries, as_number, mark_bucketed
+from hollowscale.measure.prom import PromQueries, as_number, histogram_quantiles
 
 KUEUE_ADMISSION_ATTEMPT = "kueue_admission_attempt_duration_seconds"
 
@@ -22,27 +22,9 @@ KUEUE_ADMISSION_ATTEMPT = "kueue_admission_attempt_duration_seconds"
 def admission_attempts(pq: PromQueries, start: float, end: float) -> dict[str, Any]:
     """``measurements.topology.kueue_admission_attempt_ms`` over [start, end] (epoch s)."""
     w = f"{max(1, math.ceil(end - start))}s"
-    out: dict[str, Any] = {"queries": {}, "by_result": {}}
-    for q in (50, 99):
-        query = f"histogram_quantile({q / 100}, sum by (le) (increase({KUEUE_ADMISSION_ATTEMPT}_bucket[{w}])))"
-        out["queries"][f"p{q}"] = query
-        v = pq.scalar(query, end, f"Kueue admission attempt p{q}")
-        out[f"p{q}"] = None if v is None else round(v * 1000.0, 3)
-        query = (f"histogram_quantile({q / 100}, sum by (le, result) "
-                 f"(increase({KUEUE_ADMISSION_ATTEMPT}_bucket[{w}])))")
-        out["queries"][f"by_result.p{q}"] = query
-        for s in pq.instant(query, end, f"Kueue admission attempt p{q} by result"):
-            v = as_number(s["value"][1])
-            out["by_result"].setdefault(s["metric"].get("result", ""), {})[f"p{q}"] = (
-                None if v is None else round(v * 1000.0, 3))
-    out["queries"]["buckets"], counts = pq.buckets(KUEUE_ADMISSION_ATTEMPT, "", w, (), end,
-                                                   "Kueue admission attempt buckets")
-    mark_bucketed(out, counts.get(()), scale=1000.0)
-    if out["by_result"]:
-        out["queries"]["by_result.buckets"], by = pq.buckets(KUEUE_ADMISSION_ATTEMPT, "", w, ("result",), end,
-                                                            "Kueue admission attempt buckets by result")
-        for result, fig in out["by_result"].items():
-            mark_bucketed(fig, by.get((result,)), scale=1000.0)
+    out = histogram_quantiles(pq, KUEUE_ADMISSION_ATTEMPT, start, end, "Kueue admission attempt", by="result",
+                              scale=1000.0)
+    out.setdefault("by_result", {})
     query = f"sum by (result) (increase({KUEUE_ADMISSION_ATTEMPT}_count[{w}]))"
     out["queries"]["cycles"] = query
     out["cycles"] = {s["metric"].get("result", ""): round(as_number(s["value"][1]) or 0.0, 1)
