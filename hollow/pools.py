@@ -216,9 +216,11 @@ NVLINK_LABEL = "nvidia.com/gpu.clique"
 CLUSTER = "cluster"
 #: the taint of the nodes ``unhealthy.tainted`` picks (key, value, effect)
 UNHEALTHY_TAINT: tuple[str, str, str] = ("hollowscale.io/unhealthy", "true", "NoSchedule")
-#: spread factors when ``spread_factors`` does not name a level: the last level (one node), the one above
-#: it (a rack), and every coarser level and ``cluster`` (from Volcano's task-topology measurements: VGG16
-#: ran 13-30 % faster packed than spread)
+#: spread factors when ``spread_factors`` does not name a level, each from the seed talk's measurement
+#: (Volcano's task-topology scheduling: VGG16 training 13-30 % faster than under the default scheduler):
+#: the last level, one node, 1.0 (the seed's packed case, the baseline every factor is relative to); the
+#: level above it, a rack, 1.13 (the low end of 13-30 %: members on different hosts behind one switch);
+#: every coarser level and ``cluster`` 1.3 (the high end: members across racks)
 DEFAULT_FACTOR_LAST = 1.0
 DEFAULT_FACTOR_ABOVE_LAST = 1.13
 DEFAULT_FACTOR_COARSER = 1.3
