@@ -397,7 +397,8 @@ def main() -> int:
             registration_point(args, args.work, doc)
             continue
         make, variants = POINTS[point]
-        res: dict[str, Any] = {"point": point, "variants": {}}
+        # with --merge a point keeps the variants this invocation does not run again
+        res = next((r for r in doc["results"] if r.get("point") == point), {"point": point, "variants": {}})
         doc["results"] = [r for r in doc["results"] if r.get("point") != point] + [res]
         for name in (v for v in variants if not only or v in only):
             print(f"{point} / {name}", flush=True)
