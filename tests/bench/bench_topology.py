@@ -314,7 +314,8 @@ def registration_point(args: argparse.Namespace, work: Path, doc: dict[str, Any]
                                     "--delete-nodes-on-exit")
                 agent.wait_healthy(900)
                 seconds = round(time.monotonic() - t0, 2)
-                labels = len(core.read_node("reg-7").metadata.labels)
+                meta = core.read_node("reg-7").metadata
+                labels = len((meta.labels if meta is not None else None) or {})
                 res["trials"].append({"labels": name, "round": r, "registration_s": seconds, "node_labels": labels})
                 print(f"  registration {name} round {r}: {seconds} s ({labels} labels a node)", flush=True)
                 agent.stop(300)
