@@ -8,11 +8,12 @@ import math
 import random
 from typing import Any
 
+from test_hollow_gang import _member as gang_member
 from test_hollow_pods import RecordingApi, advance
 
 from hollow.clock import FakeClock, rfc3339
 from hollow.faults import FaultState
-from hollow.gangs import ANN_GANG_MIN, LABEL_GANG, GangRegistry, counted_at
+from hollow.gangs import GangRegistry, counted_at
 from hollow.metrics import Metrics
 from hollow.nodebody import NOT_READY_REASON, NodeIdentity, heartbeat_patch, node_body
 from hollow.nodes import NodeManager, NodeState
@@ -99,19 +100,9 @@ async def test_agent_keeps_a_notready_node_notready() -> None:
 # --- the spread factor on the run clock ------------------------------------------------------------
 def _member(uid: str, phase: str, node: str, start: float | None = None, duration: str = "10s",
             n: str = "2", gang: str = "g1", end: float | None = None, policy: str = "Never") -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "metadata": {"uid": uid, "name": "p-" + uid, "namespace": "ns", "labels": {LABEL_GANG: gang},
-                     "annotations": {"hollowscale.io/run-duration": duration, ANN_GANG_MIN: n},
-                     "creationTimestamp": rfc3339(T0)},
-        "spec": {"nodeName": node, "restartPolicy": policy, "containers": [{"name": "c", "image": "i"}]},
-        "status": {"phase": phase}}
-    if start is not None:
-        obj["status"]["startTime"] = rfc3339(start)
-        state: dict[str, Any] = {"running": {"startedAt": rfc3339(start)}}
-        if end is not None:
-            state = {"terminated": {"exitCode": 0, "startedAt": rfc3339(start), "finishedAt": rfc3339(end)}}
-        obj["status"]["containerStatuses"] = [{"name": "c", "restartCount": 0, "state": state}]
-    return obj
+    """A gang member pod as the agent writes it (test_hollow_gang's builder), bound to ``node``."""
+    return gang_member(uid, phase, start=start, end=end, gang=gang, n=n, node=node, duration=duration,
+                       policy=policy)
 
 
 def test_registry_fixes_the_spread_of_the_members_counted_at_the_barrier() -> None:
