@@ -59,6 +59,16 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("scheduler pod-group attempt p99 (ms)", "batch_prometheus.scheduler.podgroup_attempt_duration_ms.p99", "lower"),
     ("scheduler attempts unschedulable", "scheduler.attempts_by_result.unschedulable", "lower"),
     ("topology: spread condition vs Node labels, members mismatched", "topology.spread_mismatches", "lower"),
+    # topology: why jobs per hour differ (hollowscale/topology/throughput.py), per hour of the batch window
+    ("topology: jobs/h completed (gangs created in the window)", "topology.throughput.jobs_per_hour", "higher"),
+    ("topology: jobs/h not completed for spread", "topology.throughput.not_completed_per_hour.spread", "lower"),
+    ("topology: jobs/h not completed for waits", "topology.throughput.not_completed_per_hour.waits", "lower"),
+    ("topology: jobs/h not completed for waits and spread", "topology.throughput.not_completed_per_hour."
+     "waits_and_spread", "lower"),
+    ("topology: jobs/h created too late to complete in any variant", "topology.throughput.not_completed_per_hour."
+     "too_late", "lower"),
+    ("topology: completed gangs' wait avg (s)", "topology.throughput.completed_wait_s_avg", "lower"),
+    ("topology: completed gangs' stretch by spread avg (s)", "topology.throughput.completed_stretch_s_avg", "lower"),
 )
 
 

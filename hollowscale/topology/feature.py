@@ -95,8 +95,10 @@ class TopologyFeature(report.TopologySection):
             self.errors.append(f"topology: listing nodes, pods or Workloads failed: {exc.__class__.__name__}: {exc}")
             return
         records = self.timeline.snapshot()[0]
+        window = ((summary.get("measurements") or {}).get("batch") or {}).get("crosscheck_counts", {}).get("window_ms")
         m, series = topology_measurements(records, pods, nodes, workloads, self.sc.pools, level_of_workloads(self.sc),
-                                          t0 * 1000.0, end * 1000.0, self.sc.measurements.sample_interval_s)
+                                          t0 * 1000.0, end * 1000.0, self.sc.measurements.sample_interval_s,
+                                          (float(window[0]), float(window[1])) if window else None)
         variant = next((v for v in self.sc.variants if v.name == self.sc.variant), None)
         block(m, getattr(variant, "topology", None))
         measurements = summary.setdefault("measurements", {})

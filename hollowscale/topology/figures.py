@@ -36,6 +36,8 @@ from hollowscale.measure.timeline import PodRecord
 from hollowscale.topology.fragmentation import SOURCE as FRAGMENTATION_SOURCE
 from hollowscale.topology.fragmentation import fragmentation, waiting_gangs
 from hollowscale.topology.levels import PoolLevels, domain, inside
+from hollowscale.topology.throughput import SOURCE as THROUGHPUT_SOURCE
+from hollowscale.topology.throughput import gang_runs, throughput_decomposition
 from hollowscale.topology.timeline import (
     GangAdmission,
     Member,
@@ -63,6 +65,7 @@ SOURCES: dict[str, str] = {
     "created_to_all_bound_s": "apiserver clock: the gang's Workload creationTimestamp (else its first pod's) -> the "
                               "last member's PodScheduled lastTransitionTime, gangs whose pods all exist at the end",
     "fragmentation": FRAGMENTATION_SOURCE,
+    "throughput": THROUGHPUT_SOURCE,
 }
 
 
@@ -186,9 +189,11 @@ def admission_figures(admissions: Sequence[GangAdmission], ms: Sequence[Member])
 def topology_measurements(pods: Sequence[PodRecord], listed_pods: Sequence[Mapping[str, Any]],
                           node_objects: Sequence[Mapping[str, Any]], workload_objects: Sequence[Mapping[str, Any]],
                           pools: Sequence[PoolSpec], level_of: Mapping[str, str], start_ms: float, end_ms: float,
-                          step_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
+                          step_s: float, window_ms: tuple[float, float] | None = None
+                          ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``measurements.topology`` (without the Prometheus part) and its series, from the pod timeline and the
-    objects listed at the end (``level_of``: workload name -> its ``topology.level``)."""
+    objects listed at the end (``level_of``: workload name -> its ``topology.level``; ``window_ms``: the batch
+    figures' window, which the jobs-per-hour decomposition shares; else [start_ms, end_ms])."""
     levels = PoolLevels(pools)
     nodes = node_places(node_objects, {t.key for p in pools for t in p.taints})
     ms = members(pods, listed_pods)
@@ -203,5 +208,7 @@ def topology_measurements(pods: Sequence[PodRecord], listed_pods: Sequence[Mappi
         "fragmentation": frag,
         "admission": admission_figures(admissions, ms),
         "members": {"total": len(ms), "gone_before_the_end": sum(1 for x in ms if not x.listed)},
+        "throughput": throughput_decomposition(gang_runs(gangs_of(ms), levels, {r["gang"]: r["level"] for r in rows}),
+                                               *(window_ms or (start_ms, end_ms))),
     }
     return m, series

@@ -20,6 +20,7 @@ from hollowscale.report.html import svg
 from hollowscale.report.numbers import number
 from hollowscale.report.precision import quantile_text
 from hollowscale.report.verdicts import lookup
+from hollowscale.topology.throughput import REASONS
 
 TITLE = "Topology: placement quality"
 
@@ -116,6 +117,19 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         for result, fig in sorted((k.get("by_result") or {}).items()):
             out.append((f"Kueue admission attempt, {result}: cycles / p99",
                         f"{_f((k.get('cycles') or {}).get(result), 0)} / {quantile_text(fig, 'p99', unit='ms')}"))
+
+    tp = t.get("throughput")
+    if tp:
+        left = tp.get("not_completed") or {}
+        out += [
+            ("jobs completed / gangs created in the batch window (jobs per hour)",
+             f"{tp.get('completed')} / {tp.get('gangs')} ({_f(tp.get('jobs_per_hour'))})"),
+            ("not completed, for: spread / waits / waits and spread / too late for any variant / other / unknown",
+             " / ".join(str(left.get(r, 0)) for r in REASONS)),
+            ("completed gangs: wait (created -> all Running) / stretch by spread / run, avg s",
+             f"{_f(tp.get('completed_wait_s_avg'))} / {_f(tp.get('completed_stretch_s_avg'))} / "
+             f"{_f(tp.get('completed_run_s_avg'))}"),
+        ]
 
     def rel(key: str, nd: int = 2) -> str:
         path = RELATED.get(key)

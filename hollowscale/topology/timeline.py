@@ -22,6 +22,7 @@ harness's receive times in epoch ms.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from typing import Any
 
 from hollow.topology import SPREAD_CONDITION
 from hollowscale.measure.timeline import PodRecord
+from kubecore.durations import parse_go_duration
 from kubecore.quantity import parse_quantity
-from loadgen.workloads import LABEL_GANG, LABEL_WORKLOAD
+from loadgen.workloads import ANN_RUN, LABEL_GANG, LABEL_WORKLOAD
 
 GPU = "nvidia.com/gpu"
 #: Kueue's Workloads (the API version the run's Kueue serves: hollowscale/batch/objects.py KUEUE_API)
@@ -106,6 +108,8 @@ class Member:
     spread_level: str | None = None  # SPREAD_CONDITION's reason
     spread_factor: float | None = None  # from its message ``factor=<f>``
     listed: bool = False  # seen in the LIST at the end (False: gone before it)
+    succeeded_ms: float | None = None  # when it finished with phase Succeeded (None: not, or not yet)
+    run_s: float | None = None  # its run-duration annotation: the job's run before any spread (None: unknown)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -126,8 +130,9 @@ def members(pods: Sequence[PodRecord], listed: Iterable[Mapping[str, Any]]) -> l
         if not p.gang:
             continue
         obj = by_uid.get(p.uid)
-        scheduled_at = level = factor = None
+        scheduled_at = level = factor = run_s = None
         if obj is not None:
+            run_s = _run_seconds(obj)
             sc = _condition(obj, "PodScheduled")
             if sc and sc.get("status") == "True":
                 scheduled_at = server_time(sc.get("lastTransitionTime"))
@@ -140,8 +145,19 @@ def members(pods: Sequence[PodRecord], listed: Iterable[Mapping[str, Any]]) -> l
                           gang_min=p.gang_min, node=p.node, created_at=server_time(p.server_created),
                           scheduled_ms=p.scheduled_ms, running_ms=p.running_ms, end_ms=pod_end(p),
                           scheduled_at=scheduled_at, spread_level=level, spread_factor=factor,
-                          listed=obj is not None))
+                          listed=obj is not None, run_s=run_s,
+                          succeeded_ms=p.finished_ms if p.phase == "Succeeded" else None))
     return out
+
+
+def _run_seconds(obj: Mapping[str, Any]) -> float | None:
+    """The pod's run-duration annotation in seconds (None when absent, unreadable or ``forever``)."""
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANN_RUN)
+    try:
+        seconds = parse_go_duration(str(text)) if text else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)

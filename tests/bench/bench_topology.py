@@ -36,9 +36,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +210,7 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
         "placement": t.get("placement"), "spread": t.get("spread"),
         "fragmentation": t.get("fragmentation"),
         "jobs_per_hour": b.get("jobs_completed_per_hour"),
+        "throughput": t.get("throughput"),
         "gpu_allocation_pct": m.get("gpu_allocation_pct"),
         "scheduler_pods_per_s": m.get("scheduling_throughput_pods_per_s"),
         "registration_s": round((timings.get("agents") or 0) + (timings.get("ready-barrier") or 0), 2),
@@ -218,6 +221,12 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _commit() -> str:
+    """The commit the trial ran on, so that trials added to a merged file by a later invocation say so."""
+    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
 def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) -> dict[str, Any]:
     from hollowscale.scenario.batch import VariantSpec
 
@@ -225,13 +234,20 @@ def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) ->
     sc = parse_scenario(doc, f"bench-topology:{doc['name']}")
     v = sc.with_variant(VariantSpec(**variant)) if variant else sc
     load = [round(x, 2) for x in os.getloadavg()]
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     runner = Runner(v, work, quiet=True, run_id=f"bt-{tag}", run_dir=work / tag, point_latest=False)
     code = runner.run()
     if code == EXIT_INTERRUPTED:  # Ctrl-C: the trial tore itself down; stop the bench too
         raise SystemExit(EXIT_INTERRUPTED)
-    return {"variant": variant.get("name", "-"), "exit": code, "load_average_at_start": load,
-            "wall_s": round(time.monotonic() - t0, 1), "run_dir": str(runner.run_dir), **figures_of(runner.summary)}
+    return {"variant": variant.get("name", "-"), "exit": code, "started": started, "commit": _commit(),
+            "load_average_at_start": load, "wall_s": round(time.monotonic() - t0, 1), "run_dir": str(runner.run_dir), **figures_of(runner.summary)}
+
+
+#: the jobs-per-hour decomposition's figures (hollowscale/topology/throughput.py) a bench row shows
+THROUGHPUT_KEYS = ("gangs", "completed", "not_completed.spread", "not_completed.waits",
+                   "not_completed.waits_and_spread", "not_completed.too_late", "not_completed.other",
+                   "completed_wait_s_avg", "completed_stretch_s_avg")
 
 
 def _median(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -258,6 +274,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "inside_one_rack_pct": _pct(rows, "rack"), "inside_one_block_pct": _pct(rows, "block"),
             "scheduler_cycle_p99_ms": _cycle([{"x": _get(r, "scheduler", "attempt_duration_ms")} for r in rows], "x", "p99"),
             "jobs_per_hour": _median(rows, "jobs_per_hour"),
+            "throughput": {key: _median([{"x": _get(r, "throughput", *key.split("."))} for r in rows], "x")
+                           for key in THROUGHPUT_KEYS},
             "gpu_hours_lost_to_spread": _median([{"x": _get(r, "spread", "gpu_hours_lost")} for r in rows], "x"),
             "registration_s": _median(rows, "registration_s"),
             "harness_cpu_cores": _median(rows, "harness_cpu_cores"),
@@ -353,6 +371,26 @@ def markdown(doc: dict[str, Any]) -> str:
                        f"{m['registration_s']} | {m['harness_cpu_cores']} | {', '.join(m['binding'])} |")
         if r.get("labels_add_pct") is not None:
             out.append(f"| {r['point']} | labels add | | | | | | | | {r['labels_add_pct']} % | | |")
+    out += ["", "## Jobs per hour, and why the others did not complete", "",
+            "Gangs created in the batch window: completed, or put down to the first of spread, waits, both, "
+            "created too late for any variant, other (hollowscale/topology/throughput.py; medians of the trials "
+            "that have it).", "",
+            "| point | variant | jobs/h | gangs | completed | spread | waits | waits and spread | too late | other "
+            "| completed: wait s avg | stretch s avg |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc.get("results", []):
+        for name, v in r["variants"].items():
+            tp = v["medians"].get("throughput") or {}
+            if tp.get("gangs") is not None:
+                out.append(f"| {r['point']} | {name} | {v['medians']['jobs_per_hour']} | "
+                           + " | ".join(str(tp.get(k)) for k in THROUGHPUT_KEYS) + " |")
+    out += ["", "## Trials", "", "Each trial's start (UTC), the commit it ran on and the load average at its start; "
+            "trials with no start recorded are the first run, committed with its results in a7ced31.", ""]
+    for r in doc.get("results", []):
+        for name, v in r["variants"].items():
+            said = [f"{t.get('started') or 'first run'} ({t.get('commit') or '-'}, load {t['load_average_at_start'][0]}"
+                    f", exit {t['exit']}, {t['wall_s']} s)" for t in v.get("trials", [])]
+            if said:
+                out.append(f"- {r['point']} / {name}: " + "; ".join(said))
     out += ["", "## Anchors", "", f"- Kueue TAS: {json.dumps(KUEUE_TAS_ANCHOR)}",
             *[f"- differs: {d}" for d in DIFFERENCES], f"- in-tree TAS: {json.dumps(INTREE_ANCHOR)}", ""]
     for note in doc.get("not_measured", []):
@@ -384,6 +422,8 @@ def main() -> int:
     ap.add_argument("--registration-rounds", type=int, default=8, help="rounds of the registration point (each "
                     "registers with and without labels)")
     ap.add_argument("--merge", action="store_true", help="add to the existing topology.json")
+    ap.add_argument("--extend", action="store_true", help="with --merge: a variant keeps its earlier trials and "
+                    "runs only as many more as --repeats still lacks (each trial records its start and commit)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench")
     ap.add_argument("--work", type=Path, default=ROOT / ".hollowscale" / "bench-topology")
     args = ap.parse_args()
@@ -403,8 +443,9 @@ def main() -> int:
         doc["results"] = [r for r in doc["results"] if r.get("point") != point] + [res]
         for name in (v for v in variants if not only or v in only):
             print(f"{point} / {name}", flush=True)
-            rows = []
-            for i in range(args.repeats):
+            earlier = (res["variants"].get(name) or {}).get("trials") or []
+            rows = list(earlier) if args.extend else []
+            for i in range(len(rows), args.repeats):
                 rows.append(trial(make(args), ALL_VARIANTS[name], args.work, f"{point}-{name}-{i}"))
                 r = rows[-1]
                 print(f"  trial {i}: exit {r['exit']}, admitted/s {r['workloads_admitted_per_s']}, "

@@ -29,6 +29,7 @@ from hollowscale.topology.figures import topology_measurements
 from hollowscale.topology.fragmentation import fits
 from hollowscale.topology.levels import PoolLevels, domain, inside
 from hollowscale.topology.timeline import node_places, workload_admissions
+from loadgen.workloads import ANN_RUN
 
 E = 1_796_637_600.0  # 2026-12-07T10:00:00Z
 MS = E * 1000.0
@@ -53,7 +54,8 @@ def node(i: int, tainted: bool = False) -> dict[str, Any]:
 def pod(uid: str, gang: str, workload: str, gpus: int, created_s: float, node_name: str = "", phase: str = "Pending",
         conditions: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     labels = {RUN: "r1", WORKLOAD: workload} | ({GANG: gang} if gang else {})
-    return {"metadata": {"uid": uid, "name": uid, "namespace": "team-a", "labels": labels,
+    annotations = {ANN_RUN: RUNS[gang]} if gang in RUNS else {}
+    return {"metadata": {"uid": uid, "name": uid, "namespace": "team-a", "labels": labels, "annotations": annotations,
                          "creationTimestamp": iso(E + created_s).replace(".000", ""),
                          "ownerReferences": [{"kind": "Job", "uid": f"job-{gang or uid}", "controller": True,
                                               "apiVersion": "batch/v1"}]},
@@ -82,6 +84,9 @@ def workload(gang: str, created_s: float, admitted_s: float | None) -> dict[str,
                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}}}]},
             "status": {"conditions": conds}}
 
+
+#: each gang's run-duration annotation: the run before any stretch by spread
+RUNS = {"ga": "35s", "gb": "46s", "gc": "90s", "gd": "60s"}
 
 #: (uid, gang, workload, GPUs, created, node, bound, running, ended, deleted, end conditions)
 PODS: list[tuple[Any, ...]] = [
@@ -213,6 +218,19 @@ def test_fragmentation_over_time(figures: tuple[dict[str, Any], dict[str, Any]])
     assert fr["largest_free_domain_gpus"]["block"]["avg"] == round(108 / 11, 3)
     assert fr["domains"] == {"block": 2, "rack": 4, "host": 8}
     assert fr["unusable_nodes"] == ["gpu-7"]
+
+
+def test_jobs_per_hour_and_why_the_others_did_not_complete(figures: tuple[dict[str, Any], Any]) -> None:
+    """Window [0, 100] s: A and B completed (46, 76); C runs from 25 for 90 s, past the end even unstretched
+    from its creation at 20 (too late); D, created at 31 and never placed, would have ended at 91 (waits).
+    A waited 4 -> 6 and B 14 -> 16; A's stretch is 35 s x 0.13 (its first member's condition), B's 46 x 0.3."""
+    t = figures[0]["throughput"]
+    assert (t["window_s"], t["gangs"], t["completed"], t["jobs_per_hour"]) == (100.0, 4, 2, 72.0)
+    assert t["not_completed"] == {"spread": 0, "waits": 1, "waits_and_spread": 0, "too_late": 1, "other": 0,
+                                  "unknown": 0}
+    assert t["not_completed_per_hour"]["waits"] == 36.0
+    assert t["completed_wait_s_avg"] == 2.0 and t["completed_run_s_avg"] == 40.5
+    assert t["completed_stretch_s_avg"] == pytest.approx((35 * 0.13 + 46 * 0.3) / 2, abs=1e-3)
 
 
 def test_fits_is_best_fit_largest_member_first() -> None:
