@@ -68,6 +68,7 @@ import yaml
 
 from hollowscale.paths import REPO_ROOT
 from hollowscale.report import baseline as bl
+from hollowscale.report.baseline import run_key
 from hollowscale.report.jsonfile import write_json
 from hollowscale.report.latest import update_latest
 from hollowscale.report.perfdata import SUBDIR as PERFDATA_SUBDIR
@@ -374,18 +375,6 @@ def run_set(nset: NightlySet, night: Path, say: Any = print) -> dict[str, list[d
             runs.setdefault(entry.name, []).append({"repeat": r, "exit_code": code, "log": str(log),
                                                     "run_dir": None if run_dir is None else str(run_dir)})
     return runs
-
-
-def run_key(summary: dict[str, Any]) -> str:
-    """What a run is judged and baselined under: its scenario's name, ``<name>/<variant>`` for a run of one
-    variant of a scenario with variants (its summary's ``variant.name``), so that the variants of one scenario
-    are never banded together.  A trace replay's ``variant`` (a plain string) is not part of its key: the
-    nightly replays a trace scenario of one variant only."""
-    variant = summary.get("variant")
-    name = str(summary.get("scenario"))
-    if isinstance(variant, dict) and isinstance(variant.get("name"), str) and variant["name"]:
-        return f"{name}/{variant['name']}"
-    return name
 
 
 def load_keyed(run_dir: Path) -> dict[str, Any]:

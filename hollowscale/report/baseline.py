@@ -350,17 +350,33 @@ def load_runs(paths: list[Path]) -> dict[str, list[tuple[Path, dict[str, Any]]]]
 
 __all__ = ["HIGHER", "LOWER", "Band", "BandRow", "build_baseline", "compare_cli", "compare_to_baseline", "is_baseline",
            "load_baseline", "load_runs", "render_baseline_markdown", "render_markdown", "render_table",
-           "scenario_entry", "write_baseline"]
+           "run_key", "scenario_entry", "write_baseline"]
+
+
+def run_key(summary: dict[str, Any]) -> str:
+    """What a run is judged and baselined under: its scenario's name, ``<name>/<variant>`` for a run of one
+    variant of a scenario with variants (its summary's ``variant.name``), so that the variants of one scenario
+    are never banded together.  A trace replay's ``variant`` (a plain string) is not part of its key: the
+    nightly replays a trace scenario of one variant only."""
+    variant = summary.get("variant")
+    name = str(summary.get("scenario"))
+    if isinstance(variant, dict) and isinstance(variant.get("name"), str) and variant["name"]:
+        return f"{name}/{variant['name']}"
+    return name
 
 
 def compare_cli(base: Path, new: Path, max_regression_pct: float, console: Any) -> int:
     """``hollowscale compare BASELINE RUN``: print the band table and the regressions; the exit code."""
     doc = load_baseline(base)
     summary = load_summary(new)
-    name = str(summary.get("scenario"))
+    # a run of one variant of a scenario with variants is baselined under <scenario>/<variant> (make nightly)
+    name = run_key(summary)
     entry = (doc.get("scenarios") or {}).get(name)
+    if entry is None and name != summary.get("scenario"):
+        name = str(summary.get("scenario"))
+        entry = (doc.get("scenarios") or {}).get(name)
     if entry is None:
-        raise ValueError(f"{base}: the baseline has no scenario {name!r} (it has: "
+        raise ValueError(f"{base}: the baseline has no scenario {run_key(summary)!r} (it has: "
                          f"{', '.join(sorted(doc.get('scenarios') or {})) or 'none'})")
     rows, problems = compare_to_baseline(entry, [summary], max_regression_pct)
     console.print(render_table(rows, f"hollowscale compare: baseline of {len(entry.get('runs') or [])} run(s) -> "

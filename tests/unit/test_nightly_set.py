@@ -307,6 +307,15 @@ def test_variant_runs_are_found_baselined_and_judged_under_their_key(tmp_path: P
               tmp_path / "bl", update=False, limit_override=10)
     assert v.code == 1 and all(p.startswith("topology-gangs-640/kueue-tas-required: ") for p in v.problems), v.problems
     assert any("jobs.unfinished" in p for p in v.problems)
+    # `hollowscale compare BASELINE RUN` looks a variant's run up under the same key
+    from click.testing import CliRunner
+
+    from hollowscale.run.cli import compare_cmd
+
+    r = CliRunner().invoke(compare_cmd, [str(tmp_path / "bl"), str(tas[1]), "--max-regression", "10"])
+    assert r.exit_code == 0 and "no regression past the baseline band" in r.output, r.output
+    r = CliRunner().invoke(compare_cmd, [str(tmp_path / "bl"), str(tas[2]), "--max-regression", "10"])
+    assert r.exit_code == 1 and "topology-gangs-640/kueue-tas-required: jobs.unfinished" in r.output, r.output
 
 
 def test_what_a_variant_entry_needs_is_its_variants(tmp_path: Path) -> None:
