@@ -4,9 +4,10 @@
 * **per gang** (pods labelled ``hollowscale.io/gang``, per namespace): the distinct domains its members'
   nodes span at each level (hosts, racks, blocks, ...), and the level that holds it
   (:func:`hollow.topology.spanned_level` over the Nodes' labels: the smallest level one of whose domains
-  holds every member's node; ``cluster`` when none does).  A gang counts as *placed* once every pod of it
-  the timeline saw was bound; the nodes are those of all its pods (a gang evicted and placed again counts
-  the nodes of both placements);
+  holds every member's node; ``cluster`` when none does).  A gang counts as *placed* once every pod of its
+  latest placement was bound.  A gang evicted and placed again (more pods than its ``gang-min``) is judged
+  by its latest placement, the pods still listed at the end (:func:`hollowscale.topology.timeline.latest_placement`); the earlier pods
+  are counted as ``earlier_members`` and still count in the GPU-hours below;
 * **within one domain**: the share of placed gangs inside one domain of that level (their own level is
   it or a finer one: a gang inside one rack is inside one block too);
 * **GPU-hours lost to spread**: per gang member that ran, GPUs x its run time (Running -> finished, or the
@@ -42,6 +43,7 @@ from hollowscale.topology.timeline import (
     GangAdmission,
     Member,
     NodePlace,
+    latest_placement,
     members,
     node_places,
     workload_admissions,
@@ -84,7 +86,8 @@ def gangs_of(ms: Sequence[Member]) -> dict[tuple[str, str], list[Member]]:
 def gang_placements(ms: Sequence[Member], nodes: Mapping[str, NodePlace], levels: PoolLevels) -> list[dict[str, Any]]:
     """One row per gang: members, placed, the domains spanned per level, its level (see the module doc)."""
     rows: list[dict[str, Any]] = []
-    for (ns, gang), group in gangs_of(ms).items():
+    for (ns, gang), every in gangs_of(ms).items():
+        group = latest_placement(every)
         bound = sorted({m.node for m in group if m.node})
         placed = bool(bound) and all(m.node for m in group)
         lv = levels.levels(bound[0]) if bound else ()
@@ -96,6 +99,7 @@ def gang_placements(ms: Sequence[Member], nodes: Mapping[str, NodePlace], levels
         level = spanned_level(lv, labels) if bound else None
         said = Counter(m.spread_level for m in group if m.spread_level is not None)
         rows.append({"gang": f"{ns}/{gang}", "workload": group[0].workload, "members": len(group),
+                     "earlier_members": len(every) - len(group),
                      "gpus": sum(m.gpus for m in group), "placed": placed, "nodes": len(bound),
                      "domains": spans, "level": level, "inside": inside(lv, level) if level else [],
                      "condition_level": said.most_common(1)[0][0] if said else None,
@@ -114,7 +118,8 @@ def placement_figures(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> d
              for name in names}
     for name in names:
         spans[name]["max"] = max((r["domains"].get(name, 0) for r in placed), default=None)
-    return {"gangs": len(rows), "placed": len(placed), "by_level": dict(sorted(by_level.items())),
+    return {"gangs": len(rows), "placed": len(placed), "placed_again": sum(1 for r in rows if r["earlier_members"]),
+            "by_level": dict(sorted(by_level.items())),
             "within_one_domain_pct": within, "domains_spanned": spans,
             "listed": [{k: r[k] for k in ("gang", "workload", "members", "gpus", "nodes", "domains", "level",
                                           "condition_level")} for r in placed[:LISTED_GANGS]]}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hollowscale.topology.levels import PoolLevels
-from hollowscale.topology.timeline import Member
+from hollowscale.topology.timeline import Member, latest_placement
 
 #: the reasons a gang did not complete in the window, in the order they are tried
 REASONS = ("spread", "waits", "waits_and_spread", "too_late", "other", "unknown")
@@ -61,9 +61,10 @@ def gang_runs(groups: Mapping[tuple[str, str], Sequence[Member]], levels: PoolLe
     """A :class:`GangRun` per gang (``groups``: :func:`hollowscale.topology.figures.gangs_of`;
     ``level_of_gang``: ``namespace/gang`` -> the widest level its nodes span, from the placement rows)."""
     out: list[GangRun] = []
-    for (ns, gang), group in groups.items():
+    for (ns, gang), every in groups.items():
         key = f"{ns}/{gang}"
-        created = [m.created_at * 1000.0 for m in group if m.created_at is not None]
+        created = [m.created_at * 1000.0 for m in every if m.created_at is not None]  # its first creation
+        group = latest_placement(every)  # a gang placed again runs and completes with its latest pods
         running = [m.running_ms for m in group]
         done = [m.succeeded_ms for m in group]
         runs = [m.run_s for m in group if m.run_s is not None]

@@ -116,6 +116,15 @@ class Member:
         return self.namespace, self.gang
 
 
+def latest_placement(group: Sequence[Member]) -> list[Member]:
+    """The members of a gang's latest placement: all of them, unless it has more pods than its ``gang-min``
+    (evicted or preempted and created again) and at least ``gang-min`` are still listed at the end: then
+    those (the pods of an earlier placement were deleted with it)."""
+    need = max((m.gang_min or 0 for m in group), default=0)
+    listed = [m for m in group if m.listed]
+    return listed if need and len(group) > need and len(listed) >= need else list(group)
+
+
 def pod_end(p: PodRecord) -> float | None:
     """When a pod stopped holding its node's resources (finished or deleted, whichever first)."""
     ends = [t for t in (p.finished_ms, p.deleted_ms) if t is not None]

@@ -64,3 +64,30 @@ def test_gangs_created_outside_the_window_and_completions_after_it_do_not_count(
     after_end = gang(500, 510, 1200, factor=1.0, key="late")  # completed, but after the end: other
     t = throughput_decomposition([before, after_end], 0.0, END)
     assert (t["gangs"], t["completed"]) == (1, 0) and t["not_completed"]["other"] == 1
+
+
+def test_a_gang_placed_again_is_judged_by_its_latest_placement() -> None:
+    """A gang of 2 (gang-min 2) first spread over two blocks, preempted (its pods deleted, not listed at the
+    end), then created again inside rack0, where it completed: its row is the second placement's (one rack,
+    two earlier members), it was created when its first pods were and completed when its second pods did."""
+    from test_topology_figures import POOL, node
+
+    from hollowscale.topology.figures import gang_placements, gangs_of
+    from hollowscale.topology.levels import PoolLevels
+    from hollowscale.topology.throughput import gang_runs
+    from hollowscale.topology.timeline import Member, node_places
+
+    def member(uid: str, where: str, created_s: float, running_s: float, end_s: float, listed: bool) -> Member:
+        return Member(uid=uid, namespace="ns", gang="g", workload="train", gpus=4.0, gang_min=2, node=where,
+                      created_at=created_s, scheduled_ms=ms(running_s), running_ms=ms(running_s), end_ms=ms(end_s),
+                      listed=listed, succeeded_ms=ms(end_s) if listed else None, run_s=30.0)
+
+    ms_ = [member("o1", "gpu-0", 10, 12, 20, False), member("o2", "gpu-4", 10, 12, 20, False),
+           member("n1", "gpu-0", 21, 25, 60, True), member("n2", "gpu-1", 21, 25, 61, True)]
+    levels = PoolLevels([POOL])
+    rows = gang_placements(ms_, node_places([node(i) for i in range(8)]), levels)
+    assert [(r["members"], r["earlier_members"], r["nodes"], r["level"], r["placed"]) for r in rows] == [
+        (2, 2, 2, "rack", True)]
+    (run,) = gang_runs(gangs_of(ms_), levels, {r["gang"]: r["level"] for r in rows})
+    assert (run.created_ms, run.all_running_ms, run.completed_ms) == (10_000.0, 25_000.0, 61_000.0)
+    assert run.factor == POOL.topology.spread_factor("rack")
