@@ -222,9 +222,15 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _commit() -> str:
-    """The commit the trial ran on, so that trials added to a merged file by a later invocation say so."""
+    """The commit the bench's process loaded (read once, at the start: a commit made while it runs is not the
+    code it runs), so that trials added to a merged file by a later invocation say which code they ran."""
     out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
+
+
+COMMIT = _commit()
 
 
 def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) -> dict[str, Any]:
@@ -240,7 +246,7 @@ def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) ->
     code = runner.run()
     if code == EXIT_INTERRUPTED:  # Ctrl-C: the trial tore itself down; stop the bench too
         raise SystemExit(EXIT_INTERRUPTED)
-    return {"variant": variant.get("name", "-"), "exit": code, "started": started, "commit": _commit(),
+    return {"variant": variant.get("name", "-"), "exit": code, "started": started, "commit": COMMIT,
             "load_average_at_start": load, "wall_s": round(time.monotonic() - t0, 1), "run_dir": str(runner.run_dir), **figures_of(runner.summary)}
 
 
