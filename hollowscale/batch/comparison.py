@@ -49,6 +49,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
      "lower"),
     # topology (hollowscale/topology): placement quality; per level rows are added per run
     ("topology: GPU-hours lost to spread", "topology.gpu_hours_lost_to_spread", "lower"),
+    ("topology: gangs with every Kueue slice whole (%)", "topology.placement.slices_whole_pct", "higher"),
     ("topology: free GPUs unusable by the next waiting gang, avg", "topology.unusable_gpus_avg", "lower"),
     ("topology: Kueue created -> Admitted p50 (s)", "topology.admission.admitted_s.p50", "lower"),
     ("topology: Kueue created -> Admitted p99 (s)", "topology.admission.admitted_s.p99", "lower"),

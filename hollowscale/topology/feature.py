@@ -39,6 +39,13 @@ def applies(sc: Scenario) -> bool:
     return levels_apply(sc.pools)
 
 
+def slices_of_workloads(sc: Scenario) -> dict[str, tuple[str, int]]:
+    """Workload name -> its Kueue slices' (level, size), for the workloads whose ``topology`` names them (checked
+    in every variant: the default scheduler may keep a slice whole by chance, or not)."""
+    return {w.name: (w.topology.slice_level, int(w.topology.slice_size)) for w in sc.workloads
+            if w.topology is not None and w.topology.slice_level is not None and w.topology.slice_size is not None}
+
+
 def level_of_workloads(sc: Scenario) -> dict[str, str]:
     """Workload name -> the level its ``topology`` names (workloads without one are left out)."""
     return {w.name: w.topology.level for w in sc.workloads if w.topology is not None}
@@ -98,7 +105,8 @@ class TopologyFeature(report.TopologySection):
         window = ((summary.get("measurements") or {}).get("batch") or {}).get("crosscheck_counts", {}).get("window_ms")
         m, series = topology_measurements(records, pods, nodes, workloads, self.sc.pools, level_of_workloads(self.sc),
                                           t0 * 1000.0, end * 1000.0, self.sc.measurements.sample_interval_s,
-                                          (float(window[0]), float(window[1])) if window else None)
+                                          (float(window[0]), float(window[1])) if window else None,
+                                          slices_of_workloads(self.sc))
         variant = next((v for v in self.sc.variants if v.name == self.sc.variant), None)
         block(m, getattr(variant, "topology", None))
         measurements = summary.setdefault("measurements", {})

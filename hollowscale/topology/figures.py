@@ -36,7 +36,7 @@ from hollowscale.measure.derive import pcts
 from hollowscale.measure.timeline import PodRecord
 from hollowscale.topology.fragmentation import SOURCE as FRAGMENTATION_SOURCE
 from hollowscale.topology.fragmentation import fragmentation, waiting_gangs
-from hollowscale.topology.levels import PoolLevels, domain, inside
+from hollowscale.topology.levels import Levels, PoolLevels, domain, inside
 from hollowscale.topology.throughput import SOURCE as THROUGHPUT_SOURCE
 from hollowscale.topology.throughput import gang_runs, throughput_decomposition
 from hollowscale.topology.timeline import (
@@ -83,8 +83,19 @@ def gangs_of(ms: Sequence[Member]) -> dict[tuple[str, str], list[Member]]:
     return out
 
 
-def gang_placements(ms: Sequence[Member], nodes: Mapping[str, NodePlace], levels: PoolLevels) -> list[dict[str, Any]]:
-    """One row per gang: members, placed, the domains spanned per level, its level (see the module doc)."""
+def slices_whole(lv: Levels, labels: Sequence[Mapping[str, str]], slice_level: str, size: int) -> bool:
+    """Whether the members on nodes of ``labels`` (one entry per member) can form slices of ``size`` pods, each
+    inside one ``slice_level`` domain: every such domain holds a multiple of ``size`` of them (Kueue's
+    ``podset-slice-required-topology``; Kueue does not say which pod is in which slice, so this is the check
+    the Node labels allow)."""
+    counts = Counter(domain(lv, lab, slice_level) for lab in labels)
+    return size > 0 and None not in counts and all(c % size == 0 for c in counts.values())
+
+
+def gang_placements(ms: Sequence[Member], nodes: Mapping[str, NodePlace], levels: PoolLevels,
+                    slices_of: Mapping[str, tuple[str, int]] | None = None) -> list[dict[str, Any]]:
+    """One row per gang: members, placed, the domains spanned per level, its level, and whether its slices
+    are whole (``slices_of``: workload name -> (slice level, slice size); None for a workload without)."""
     rows: list[dict[str, Any]] = []
     for (ns, gang), every in gangs_of(ms).items():
         group = latest_placement(every)
@@ -98,13 +109,19 @@ def gang_placements(ms: Sequence[Member], nodes: Mapping[str, NodePlace], levels
             spans[name] = len(paths) if None not in paths else 0
         level = spanned_level(lv, labels) if bound else None
         said = Counter(m.spread_level for m in group if m.spread_level is not None)
+        spec = (slices_of or {}).get(group[0].workload)
+        whole = None
+        if spec is not None and placed:
+            member_labels = [nodes[m.node].labels if m.node in nodes else {} for m in group]
+            whole = slices_whole(lv, member_labels, *spec)
         rows.append({"gang": f"{ns}/{gang}", "workload": group[0].workload, "members": len(group),
                      "earlier_members": len(every) - len(group),
                      "gpus": sum(m.gpus for m in group), "placed": placed, "nodes": len(bound),
                      "domains": spans, "level": level, "inside": inside(lv, level) if level else [],
                      "condition_level": said.most_common(1)[0][0] if said else None,
                      "mismatched_members": sum(1 for m in group if m.spread_level is not None and m.node
-                                               and m.spread_level != level)})
+                                               and m.spread_level != level),
+                     "slices_whole": whole})
     return rows
 
 
@@ -118,7 +135,10 @@ def placement_figures(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> d
              for name in names}
     for name in names:
         spans[name]["max"] = max((r["domains"].get(name, 0) for r in placed), default=None)
+    sliced = [r for r in placed if r.get("slices_whole") is not None]
     return {"gangs": len(rows), "placed": len(placed), "placed_again": sum(1 for r in rows if r["earlier_members"]),
+            "slices_whole_pct": _r(100.0 * sum(1 for r in sliced if r["slices_whole"]) / len(sliced)) if sliced
+            else None, "sliced_gangs": len(sliced),
             "by_level": dict(sorted(by_level.items())),
             "within_one_domain_pct": within, "domains_spanned": spans,
             "listed": [{k: r[k] for k in ("gang", "workload", "members", "gpus", "nodes", "domains", "level",
@@ -194,16 +214,17 @@ def admission_figures(admissions: Sequence[GangAdmission], ms: Sequence[Member])
 def topology_measurements(pods: Sequence[PodRecord], listed_pods: Sequence[Mapping[str, Any]],
                           node_objects: Sequence[Mapping[str, Any]], workload_objects: Sequence[Mapping[str, Any]],
                           pools: Sequence[PoolSpec], level_of: Mapping[str, str], start_ms: float, end_ms: float,
-                          step_s: float, window_ms: tuple[float, float] | None = None
-                          ) -> tuple[dict[str, Any], dict[str, Any]]:
+                          step_s: float, window_ms: tuple[float, float] | None = None,
+                          slices_of: Mapping[str, tuple[str, int]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """``measurements.topology`` (without the Prometheus part) and its series, from the pod timeline and the
     objects listed at the end (``level_of``: workload name -> its ``topology.level``; ``window_ms``: the batch
-    figures' window, which the jobs-per-hour decomposition shares; else [start_ms, end_ms])."""
+    figures' window, which the jobs-per-hour decomposition shares; else [start_ms, end_ms]; ``slices_of``: workload
+    name -> its (slice level, slice size))."""
     levels = PoolLevels(pools)
     nodes = node_places(node_objects, {t.key for p in pools for t in p.taints})
     ms = members(pods, listed_pods)
     admissions = workload_admissions(workload_objects)
-    rows = gang_placements(ms, nodes, levels)
+    rows = gang_placements(ms, nodes, levels, slices_of)
     frag, series = fragmentation(pods, nodes, levels, waiting_gangs(ms, admissions, level_of), start_ms, end_ms,
                                  step_s)
     m: dict[str, Any] = {

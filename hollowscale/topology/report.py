@@ -80,6 +80,12 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         out.append((f"gangs inside one {name} (%) / {name}s spanned p50, max",
                     f"{_f((pl.get('within_one_domain_pct') or {}).get(name), 1)} / {_f(d.get('p50'), 0)}, "
                     f"{_f(d.get('max'), 0)}"))
+    if pl.get("sliced_gangs"):
+        out.append(("gangs whose Kueue slices are whole, each in one slice-level domain (%) / of gangs with slices",
+                    f"{_f(pl.get('slices_whole_pct'), 1)} / {pl.get('sliced_gangs')}"))
+    if pl.get("placed_again"):
+        out.append(("gangs placed again (evicted or preempted; judged by their latest placement)",
+                    str(pl.get("placed_again"))))
     lost_by = ", ".join(f"{k} {_f(v, 3)}" for k, v in (sp.get("gpu_hours_lost_by_level") or {}).items())
     mis = sp.get("mismatches") or {}
     out += [

@@ -59,6 +59,11 @@ def test_topology_gangs_short_form(tmp_path: Path) -> None:
         lost, run = spread["gpu_hours_lost"], spread["gpu_hours_run"]
         assert run * (1 - 1 / factors[0]) - 1e-3 <= lost <= run * (1 - 1 / factors[-1]) + 1e-3, (name, spread)
         assert s["measurements"]["batch"]["instances"]["unfinished"] == 0, name
+        # jobs per hour explained: every gang of the window completed or has a reason, and the count is the
+        # batch figures' own (one gang per job here)
+        tp = t["throughput"]
+        assert tp["completed"] + sum(tp["not_completed"].values()) == tp["gangs"] > 0, (name, tp)
+        assert tp["jobs_per_hour"] == pytest.approx(s["measurements"]["batch"]["jobs_completed_per_hour"], abs=0.01)
         md = (parent / name / "summary.md").read_text()
         assert "## Topology" in md, md[:2000]
         pids = json.loads((parent / name / "pids.json").read_text())
@@ -68,6 +73,9 @@ def test_topology_gangs_short_form(tmp_path: Path) -> None:
     # a required rack (Kueue TAS) and the in-tree rack constraint keep every gang in one rack
     for name in ("kueue-tas-required", "kueue-tas-slice", "intree-tas"):
         assert topo[name]["placement"]["within_one_domain_pct"]["rack"] == 100.0, (name, topo[name]["placement"])
+    # Kueue's slices: every rack a slice gang uses holds a multiple of its slice size (from the Node labels)
+    sliced = topo["kueue-tas-slice"]["placement"]
+    assert sliced["sliced_gangs"] == sliced["placed"] and sliced["slices_whole_pct"] == 100.0, sliced
     req = topo["kueue-tas-required"]
     assert req["admission"]["workloads"] == req["placement"]["gangs"] and req["admission"]["not_admitted_at_end"] == 0
     assert set(req["spread"]["gpu_hours_lost_by_level"]) <= {"rack", "host"}, req["spread"]

@@ -91,3 +91,21 @@ def test_a_gang_placed_again_is_judged_by_its_latest_placement() -> None:
     (run,) = gang_runs(gangs_of(ms_), levels, {r["gang"]: r["level"] for r in rows})
     assert (run.created_ms, run.all_running_ms, run.completed_ms) == (10_000.0, 25_000.0, 61_000.0)
     assert run.factor == POOL.topology.spread_factor("rack")
+
+
+@pytest.mark.parametrize(("nodes", "level", "whole"), [
+    (["gpu-0", "gpu-0", "gpu-1", "gpu-1"], "host", True),  # two hosts, 2 pods each: slices of 2 per host
+    (["gpu-0", "gpu-0", "gpu-0", "gpu-1"], "host", False),  # 3 + 1 on hosts: no slice of 2 holds the odd one
+    (["gpu-0", "gpu-1", "gpu-2", "gpu-3"], "rack", True),  # rack0 2, rack1 2
+    (["gpu-0", "gpu-1", "gpu-2", "gpu-4"], "rack", False),  # rack0 2, rack1 1, rack2 1
+])
+def test_slices_are_whole_when_each_domain_holds_a_multiple_of_the_slice_size(nodes: list[str], level: str,
+                                                                              whole: bool) -> None:
+    from test_topology_figures import POOL
+
+    from hollowscale.topology.figures import slices_whole
+
+    lv = POOL.topology.level_labels()
+    labels = [POOL.topology_labels(int(n.split("-")[1])) for n in nodes]
+    assert slices_whole(lv, labels, level, 2) is whole
+    assert slices_whole(lv, labels, "block", 4) is (nodes[-1] != "gpu-4")  # all four in block0, or 3 + 1
