@@ -23,8 +23,8 @@ SCENARIO ?=
 setup: ## the core: venv without PyTorch, prometheus, control-plane binaries (idempotent); KUEUE=1 adds Kueue, REAL_NODES=1 real-node packages and the kubelet, SCENARIO=F what F needs
 	@SCENARIO=$(SCENARIO) KUEUE=$(KUEUE) REAL_NODES=$(REAL_NODES) bash scripts/setup.sh
 
-setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST, real-node packages and the kubelet, Kueue
-	@EXTRAS=dev,distill KUEUE=1 REAL_NODES=1 bash scripts/setup.sh
+setup-test: ## everything the test suite needs: core + extras dev,distill, chromium, Fashion-MNIST, real-node packages and the kubelet, Kueue, JobSet
+	@EXTRAS=dev,distill KUEUE=1 JOBSET=1 REAL_NODES=1 bash scripts/setup.sh
 
 setup-distill: ## what `hollowscale distill` needs: core + PyTorch, Fashion-MNIST (no control plane)
 	@EXTRAS=distill CONTROL_PLANE=0 bash scripts/setup.sh

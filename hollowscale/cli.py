@@ -17,7 +17,14 @@ import click
 from rich.console import Console
 
 from hollow.dra import GPU_MODELS, SHARING, GpuSpec
-from hollowscale.cluster.binaries import BuildError, Milestone, ensure_binaries, kubelet_binary, kueue_binary
+from hollowscale.cluster.binaries import (
+    BuildError,
+    Milestone,
+    ensure_binaries,
+    jobset_binary,
+    kubelet_binary,
+    kueue_binary,
+)
 from hollowscale.cluster.local import DEFAULT_DIR, ClusterError, LocalCluster
 from hollowscale.cluster.profiles import PROFILES
 from hollowscale.cluster.realnode import RealNodeSettings
@@ -44,6 +51,8 @@ def main() -> None:
 @main.command()
 @click.option("--kueue", is_flag=True, envvar="HOLLOWSCALE_SETUP_KUEUE",
               help="Also build Kueue (sigs.k8s.io/kueue/cmd/kueue, for `cluster up --kueue`).")
+@click.option("--jobset", is_flag=True, envvar="HOLLOWSCALE_SETUP_JOBSET",
+              help="Also build JobSet (sigs.k8s.io/jobset, for `cluster up --jobset`).")
 @click.option("--kubelet", is_flag=True, help="Also build the kubelet (for `cluster up --real-nodes N`).")
 @click.option("--for", "scenario", metavar="SCENARIO", type=click.Path(dir_okay=False),
               help="Also build what SCENARIO needs: the kubelet when it has real nodes, Kueue when it or a "
@@ -53,7 +62,8 @@ def main() -> None:
                    "(what scripts/setup.sh reads) and build nothing.")
 @click.option("--cluster", "backend", type=click.Choice(["local", "kind", "existing"]), default=None,
               envvar="HOLLOWSCALE_CLUSTER", help="With --for: as `hollowscale run --cluster` would run SCENARIO.")
-def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool, backend: str | None) -> None:
+def setup(kueue: bool, jobset: bool, kubelet: bool, scenario: str | None, print_needs: bool,
+          backend: str | None) -> None:
     """Build (once) and cache the control-plane binaries from the Go module proxy.
 
     The first build is about 10 minutes of Go on 2 cores: one line per binary as its build starts and
@@ -77,7 +87,7 @@ def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool, b
     started = time.monotonic()
     try:
         with console.status("checking the binary cache") as status:
-            bins = ensure_binaries(_setup_progress(status.update), kueue=kueue, kubelet=kubelet)
+            bins = ensure_binaries(_setup_progress(status.update), kueue=kueue, kubelet=kubelet, jobset=jobset)
     except BuildError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
@@ -86,6 +96,8 @@ def setup(kueue: bool, kubelet: bool, scenario: str | None, print_needs: bool, b
         click.echo(path)
     if kueue:
         click.echo(kueue_binary())
+    if jobset:
+        click.echo(jobset_binary())
     if kubelet:
         click.echo(kubelet_binary())
 
@@ -146,6 +158,9 @@ _dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=Fal
 @click.option("--kueue", is_flag=True,
               help="Run Kueue too (CRDs, RBAC, webhooks for batch/v1 Jobs, fair sharing); needs root and "
                    "`hollowscale setup --kueue`.")
+@click.option("--jobset", is_flag=True,
+              help="Run JobSet too (its CRD, RBAC and webhooks, as its install has them); needs "
+                   "`hollowscale setup --jobset`.")
 @click.option("--real-nodes", type=click.IntRange(0, 250), default=0, show_default=True,
               help="Real nodes to start beside the control plane: a kubelet and its own containerd each, pods on "
                    "a private bridge (labelled hollowscale.io/node-kind=real, tainted "
@@ -161,7 +176,8 @@ _dir_option = click.option("--dir", "cluster_dir", type=click.Path(file_okay=Fal
 @click.option("--dra-sharing", type=click.Choice(SHARING), default="none", show_default=True,
               help="memory: the DRA GPUs publish memory as consumable capacity (claims share a GPU by memory).")
 @_dir_option
-def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool, real_nodes: int,
+def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, kueue: bool, jobset: bool,
+               real_nodes: int,
                fake_gpus: int, gpu_model: str, dra_gpus: int, dra_model: str, dra_sharing: str,
                cluster_dir: Path) -> None:
     """Start the local cluster (or reuse a running one) and print the kubeconfig path."""
@@ -171,7 +187,7 @@ def cluster_up(profile: str, port: int, timeout: float, gang_scheduling: bool, k
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     local = LocalCluster(cluster_dir, profile=profile, apiserver_port=port, gang_scheduling=gang_scheduling,
-                         kueue=kueue, real_nodes=nodes)
+                         kueue=kueue, real_nodes=nodes, jobset=jobset)
     started = time.monotonic()
     try:
         with console.status("starting the local cluster") as status:
@@ -275,6 +291,9 @@ def cluster_status(cluster_dir: Path) -> None:
                        f"(token {info.metrics_tokens.get('kueue')})")
         else:
             click.echo("kueue:      off")
+        js = info.features.get("jobset")
+        click.echo(f"jobset:     {js['version']}; webhooks {len(js.get('webhooks') or [])}; metrics "
+                   f"{info.metrics.get('jobset')} (token {info.metrics_tokens.get('jobset')})" if js else "jobset:     off")
         if info.real_nodes and info.pod_network:
             net = info.pod_network
             click.echo(f"real nodes: {len(info.real_nodes)} on bridge {net['bridge']} ({net['cidr']}, node IP "
@@ -309,7 +328,8 @@ def cluster_fault(action: str, component: str, duration: str, cluster_dir: Path)
       kill COMPONENT              SIGKILL; the supervisor restarts it after its crash-loop backoff
       restart COMPONENT           SIGTERM and start again at once (same flags, same data dir)
 
-    COMPONENT is etcd, kube-apiserver, kube-controller-manager, kube-scheduler (or kueue when it runs).
+    COMPONENT is etcd, kube-apiserver, kube-controller-manager, kube-scheduler (or kueue, jobset when they
+    run).
     """
     from kubecore.durations import to_seconds
 

@@ -17,6 +17,9 @@ KWOK_VERSION = "v0.7.0"
 #: Kueue release run as one more local component (``sigs.k8s.io/kueue/cmd/kueue``), with its CRDs and
 #: webhook manifests read from the same module in the Go module cache.
 KUEUE_VERSION = "v0.17.0"
+#: JobSet release run as one more local component (``sigs.k8s.io/jobset``, its root package), with its CRD, RBAC and
+#: webhook manifests read from the same module in the Go module cache
+JOBSET_VERSION = "v0.12.0"
 #: kind, built from its module for a cluster of kind nodes (issue 26); its node image is ours (hollowscale.kindimage)
 KIND_VERSION = "v0.33.0"
 #: CoreDNS for a kind node image: kubeadm v1.36.3 asks for v1.14.2, which the module proxy does not serve;

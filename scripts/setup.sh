@@ -8,6 +8,7 @@
 #   REAL_NODES=1          + containerd, runc, the CNI plugins, busybox-static and gcc from Debian, and the
 #                           kubelet built beside the control plane (`cluster up --real-nodes N`); default 0
 #   KUEUE=1               + Kueue (`cluster up --kueue`); default 0
+#   JOBSET=1              + JobSet (`cluster up --jobset`); default 0
 #   CONTROL_PLANE=0       no control-plane binaries (the distillation bench alone runs no cluster)
 #   GO_ONLY=1             only the Go step: find a Go >= 1.26, else fetch the pinned one into the cache, say
 #                           which, and stop (tests/integration/test_go_toolchain.py)
@@ -26,6 +27,7 @@ cd "$(dirname "$0")/.."
 EXTRAS="${EXTRAS:-}"
 CONTROL_PLANE="${CONTROL_PLANE:-1}"
 KUEUE="${KUEUE:-0}"
+JOBSET="${JOBSET:-0}"
 REAL_NODES="${REAL_NODES:-0}"
 SCENARIO="${SCENARIO:-}"
 GO_ONLY="${GO_ONLY:-0}"
@@ -171,6 +173,7 @@ if [ -n "$SCENARIO" ]; then
     case "$kv" in
       REAL_NODES=1) REAL_NODES=1 ;;
       KUEUE=1) KUEUE=1 ;;
+      JOBSET=1) JOBSET=1 ;;
       EXTRAS=?*) EXTRAS="$EXTRAS,${kv#EXTRAS=}" ;;
       ROOT=1) needs_root=1 ;;
     esac
@@ -207,5 +210,6 @@ what="Kubernetes, etcd"
 args=()
 if [ "$REAL_NODES" = 1 ]; then what="$what, the kubelet"; args+=(--kubelet); fi
 if [ "$KUEUE" = 1 ]; then what="$what, Kueue"; args+=(--kueue); fi
+if [ "$JOBSET" = 1 ]; then what="$what, JobSet"; args+=(--jobset); fi
 step "control-plane binaries ($what) from the Go module proxy"
 .venv/bin/hollowscale setup "${args[@]}"

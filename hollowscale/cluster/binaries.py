@@ -35,7 +35,7 @@ from pathlib import Path
 
 from hollowscale.gotoolchain import GO_DEFAULT, cached_go, find_go, go_env, is_fetched, search_list, toolchain_dir
 from hollowscale.paths import cache_root
-from hollowscale.versions import ETCD_VERSION, KUBERNETES_VERSION, KUEUE_VERSION, STAGING_VERSION
+from hollowscale.versions import ETCD_VERSION, JOBSET_VERSION, KUBERNETES_VERSION, KUEUE_VERSION, STAGING_VERSION
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ProgressFn = Callable[[str], None]
@@ -358,11 +358,23 @@ def ensure_kueue(progress: ProgressFn | None = None, root: Path | None = None) -
                               f"-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}", progress, root)
 
 
+def jobset_binary(root: Path | None = None) -> Path:
+    """Where the JobSet binary of the pinned version lives (whether built or not)."""
+    return module_tool_binary("jobset", JOBSET_VERSION, root)
+
+
+def ensure_jobset(progress: ProgressFn | None = None, root: Path | None = None) -> Path:
+    """Build ``sigs.k8s.io/jobset`` (its manager is the module's root package) at :data:`JOBSET_VERSION` once."""
+    return ensure_module_tool("jobset", "sigs.k8s.io/jobset", JOBSET_VERSION, "sigs.k8s.io/jobset",
+                              f"-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion={JOBSET_VERSION}", progress, root)
+
+
 def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None,
-                    kueue: bool = False, kubelet: bool = False) -> Binaries:
+                    kueue: bool = False, kubelet: bool = False, jobset: bool = False) -> Binaries:
     """Build whatever is missing from the cache; a no-op (milliseconds) when all are cached.
 
     ``kueue``: also build Kueue (:func:`ensure_kueue`); the test suite's setup asks for it.
+    ``jobset``: also build JobSet (:func:`ensure_jobset`); the test suite's setup asks for it.
     ``kubelet``: also build the kubelet (:func:`ensure_kubelet`), for real nodes.
     """
     bins = binaries(root)
@@ -385,18 +397,22 @@ def ensure_binaries(progress: ProgressFn | None = None, root: Path | None = None
         raise BuildError(f"build finished but these binaries are missing: {', '.join(map(str, missing))}")
     if kueue:
         ensure_kueue(progress, root)
+    if jobset:
+        ensure_jobset(progress, root)
     if kubelet:
         ensure_kubelet(progress, root)
     return bins
 
 
 def main() -> None:
-    """``python -m hollowscale.cluster.binaries [--kueue] [--kubelet]``: build what is missing, print where."""
+    """``python -m hollowscale.cluster.binaries [--kueue] [--jobset] [--kubelet]``: build what is missing, print
+    where."""
     with_kueue = "--kueue" in sys.argv[1:]
+    with_jobset = "--jobset" in sys.argv[1:]
     with_kubelet = "--kubelet" in sys.argv[1:]
     try:
         bins = ensure_binaries(lambda msg: print(msg, file=sys.stderr, flush=True), kueue=with_kueue,
-                               kubelet=with_kubelet)
+                               kubelet=with_kubelet, jobset=with_jobset)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -404,6 +420,8 @@ def main() -> None:
         print(path)
     if with_kueue:
         print(kueue_binary())
+    if with_jobset:
+        print(jobset_binary())
     if with_kubelet:
         print(kubelet_binary())
 

@@ -46,7 +46,6 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -56,6 +55,7 @@ from typing import Any
 
 import yaml
 
+from hollowscale.cluster.kubectl import Kubectl as SharedKubectl
 from hollowscale.versions import KUEUE_VERSION
 
 NAMESPACE = "kueue-system"
@@ -233,31 +233,11 @@ def render_rbac(module: Path) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------- install
-class Kubectl:
+class Kubectl(SharedKubectl):
     """The cached kubectl against one kubeconfig; failures raise :class:`KueueError` with stderr."""
 
     def __init__(self, binary: Path, kubeconfig: Path) -> None:
-        self.binary = binary
-        self.kubeconfig = kubeconfig
-
-    def __call__(self, *args: str, stdin: str | None = None, timeout_s: float = 120.0) -> str:
-        cmd = [str(self.binary), f"--kubeconfig={self.kubeconfig}", *args]
-        try:
-            out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise KueueError(f"kubectl {' '.join(args[:3])} timed out after {timeout_s:g}s") from None
-        if out.returncode != 0:
-            lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
-            raise KueueError(f"kubectl {' '.join(args[:3])} failed: {lines[-1] if lines else out.returncode}")
-        return out.stdout
-
-    def apply(self, objects: list[dict[str, Any]] | Path) -> None:
-        """Server-side apply (field manager ``hollowscale``) of objects or of a file/dir of manifests."""
-        common = ["apply", "--server-side", "--force-conflicts", "--field-manager=hollowscale"]
-        if isinstance(objects, Path):
-            self(*common, "-f", str(objects))
-        else:
-            self(*common, "-f", "-", stdin=yaml.safe_dump_all(objects, sort_keys=False))
+        super().__init__(binary, kubeconfig, KueueError)
 
 
 def crd_dir(module: Path) -> Path:

@@ -41,6 +41,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,12 @@ import yaml
 
 from hollowscale.cluster import clusterdir, gang, realnode
 from hollowscale.cluster import kueue as kueue_mod
-from hollowscale.cluster.binaries import Binaries, binaries, kubelet_binary, kueue_binary
+from hollowscale.cluster.binaries import Binaries, binaries, jobset_binary, kubelet_binary, kueue_binary
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
 from hollowscale.cluster.components import kueue as kueue_component
+from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError
+from hollowscale.cluster.jobset import JobSetComponent, JobSetLayout
+from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert, write_kubeconfig
 from hollowscale.cluster.profiles import Profile, get_profile, with_client_limits
 from hollowscale.cluster.realnode import pool as realnode_pool
@@ -65,6 +69,9 @@ from kubecore.tls import client_ssl_context
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+#: controllers the cluster can install beside the control plane, by their ``features`` key
+#: (:class:`~hollowscale.cluster.installed.InstalledComponent`; :meth:`LocalCluster.installable` makes each)
+INSTALLABLE = ("jobset",)
 ProgressFn = Callable[[str], None]
 
 
@@ -181,6 +188,9 @@ class LocalCluster:
         kueue: run Kueue (:data:`hollowscale.versions.KUEUE_VERSION`) as one more component, with its
             CRDs, RBAC and webhooks installed (needs root: it runs in a private mount namespace).
         kueue_bin: the Kueue binary (default: the cached one; ``make setup KUEUE=1`` builds it).
+        jobset: run JobSet (:data:`hollowscale.versions.JOBSET_VERSION`) as one more component, with its CRD,
+            RBAC and webhooks installed (:mod:`hollowscale.cluster.jobset`); no root needed.
+        jobset_bin: the JobSet binary (default: the cached one; ``hollowscale setup --jobset`` builds it).
         real_nodes: real nodes to start with the cluster (a count, or settings with fake GPUs); needs
             root, containerd, runc, the CNI plugins and the kubelet (``make setup-test``).
         kubelet_bin: the kubelet binary (default: the cached one).
@@ -194,7 +204,8 @@ class LocalCluster:
                  bins: Binaries | None = None, gang_scheduling: bool = False, kueue: bool = False,
                  kueue_bin: Path | None = None, real_nodes: int | realnode.RealNodeSettings | None = None,
                  kubelet_bin: Path | None = None, client_limits: dict[str, tuple[float, int]] | None = None,
-                 scheduler_config: dict[str, Any] | None = None) -> None:
+                 scheduler_config: dict[str, Any] | None = None, jobset: bool = False,
+                 jobset_bin: Path | None = None) -> None:
         self.dir = Path(dir).absolute()
         self.client_limits = dict(client_limits or {})
         #: the run's own KubeSchedulerConfiguration fields (``scheduler.USER_FIELDS``: profiles ...)
@@ -205,6 +216,11 @@ class LocalCluster:
         self.gang_scheduling = gang_scheduling
         self.kueue = kueue
         self.kueue_bin = kueue_bin or kueue_binary()
+        self.jobset = jobset
+        self.jobset_bin = jobset_bin or jobset_binary()
+        #: controllers installed beside the control plane (:class:`~hollowscale.cluster.installed.InstalledComponent`)
+        self.installed: list[InstalledComponent] = [self.installable(name) for name in INSTALLABLE
+                                                    if {"jobset": jobset}[name]]
         self.real_nodes = (real_nodes if isinstance(real_nodes, realnode.RealNodeSettings)
                            else realnode.RealNodeSettings(count=int(real_nodes or 0)))
         self.kubelet_bin = kubelet_bin or kubelet_binary()
@@ -214,6 +230,12 @@ class LocalCluster:
         self.left_in_place: list[str] = []
         #: whether the last ``down`` removed the cluster dir itself (only one that ``up`` created)
         self.dir_removed = False
+
+    def installable(self, name: str) -> InstalledComponent:
+        """The component ``name`` of :data:`INSTALLABLE` for this cluster's dir and binaries."""
+        if name == "jobset":
+            return JobSetComponent(JobSetLayout(self.dir / "jobset"), self.jobset_bin)
+        raise ValueError(f"no installable component {name!r}; expected one of: {', '.join(INSTALLABLE)}")
 
     @property
     def kueue_layout(self) -> kueue_mod.KueueLayout:
@@ -280,6 +302,11 @@ class LocalCluster:
         if state.features.get("kueue"):
             metrics["kueue"] = f"https://127.0.0.1:{ports['kueue-metrics']}/metrics"
             tokens["kueue"] = self.kueue_layout.token
+        # what the running cluster has, whatever this object was asked for (`cluster status` asks for nothing)
+        for component in (self.installable(name) for name in INSTALLABLE if state.features.get(name)):
+            served = component.metrics(ports)
+            if served is not None:
+                metrics[component.name], tokens[component.name] = served
         return ClusterInfo(
             dir=self.dir,
             kubeconfig=self.kubeconfig_path,
@@ -294,7 +321,9 @@ class LocalCluster:
             pids={**{p["name"]: p["pid"] for p in state.processes},
                   **{n: c.pid for n, c in component_states(self.dir).items()}},
             client_qps={**profile.client_qps(),
-                        **({"kueue": (profile.kueue_qps, profile.kueue_burst)} if state.features.get("kueue") else {})},
+                        **({"kueue": (profile.kueue_qps, profile.kueue_burst)} if state.features.get("kueue") else {}),
+                        **({"jobset": (profile.jobset_qps, profile.jobset_burst)} if state.features.get("jobset")
+                           else {})},
             flags=state.flags,
             ports=dict(ports),
             started_at=state.started_at,
@@ -379,6 +408,11 @@ class LocalCluster:
                 kueue_mod.check_can_run()
             except kueue_mod.KueueError as exc:
                 raise ClusterError(str(exc)) from None
+        for component in self.installed:
+            try:
+                component.check()
+            except InstalledComponentError as exc:
+                raise ClusterError(str(exc)) from None
         if self.real_nodes.count:
             try:
                 realnode_pool.check_can_run(self.kubelet_bin)
@@ -397,8 +431,8 @@ class LocalCluster:
     def _check_features(self, existing: _State) -> None:
         """Refuse to reuse a running cluster started with other batch-scheduling features."""
         running = {"gang_scheduling": bool(existing.features.get("gang_scheduling")),
-                   "kueue": bool(existing.features.get("kueue"))}
-        wanted = {"gang_scheduling": self.gang_scheduling, "kueue": self.kueue}
+                   "kueue": bool(existing.features.get("kueue")), "jobset": bool(existing.features.get("jobset"))}
+        wanted = {"gang_scheduling": self.gang_scheduling, "kueue": self.kueue, "jobset": self.jobset}
         if running != wanted:
             def show(f: dict[str, bool]) -> str:
                 on = [k.replace("_", "-") for k, v in f.items() if v]
@@ -425,6 +459,7 @@ class LocalCluster:
                                       for c, got in gates.items() if len(got) < len(gang.GANG_GATES)},
             "runtime_config": gang.GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
             "kueue": kueue_mod.features(self._kueue_ports(ports)) if self.kueue else None,
+            **{c.name: c.features(ports) for c in self.installed},
             "kubelet_client": True,
         }
 
@@ -444,6 +479,8 @@ class LocalCluster:
                  "kube-scheduler"]
         if self.kueue:
             names += ["kueue-webhook", "kueue-metrics", "kueue-health"]
+        for component in self.installed:
+            names += list(component.port_names)
         ports = dict(zip(names, free_ports(len(names)), strict=True))
         if self.apiserver_port:
             ports["kube-apiserver"] = self.apiserver_port
@@ -511,6 +548,16 @@ class LocalCluster:
                 raise ClusterError(f"Kueue: {exc}") from None
             say("starting Kueue")
             launch("kueue", kueue_component.namespaced_argv(kueue_component.argv(self.kueue_bin, layout), layout))
+        installing = Kubectl(self.bins.kubectl, self.kubeconfig_path, InstalledComponentError)
+        for component in self.installed:
+            try:
+                say(f"installing {component.name}'s CRDs and RBAC")
+                component.prepare(self.dir / "pki", api, ports, (self.profile.jobset_qps, self.profile.jobset_burst))
+                component.install_before_start(installing, timeout_s=max(5.0, deadline - time.monotonic()))
+            except InstalledComponentError as exc:
+                raise ClusterError(f"{component.name}: {exc}") from None
+            say(f"starting {component.name}")
+            launch(component.name, component.argv())
         wait_for("leader leases of scheduler and controller-manager",
                  lambda: _lease_held(api, ctx, "kube-scheduler") and _lease_held(api, ctx, "kube-controller-manager"))
         wait_for("the default ServiceAccount",
@@ -523,6 +570,14 @@ class LocalCluster:
             except kueue_mod.KueueError as exc:
                 raise ClusterError(f"Kueue: {exc} -- log: {self.log_path('kueue')}") from None
             state.features["kueue"]["webhooks"] = hooks
+        for component in self.installed:
+            wait_for(f"{component.name} /readyz", partial(component.ready, ports))
+            try:
+                say(f"registering {component.name}'s webhooks and its metrics token")
+                extra = component.install_after_ready(installing, ports, pki.ca.cert.read_bytes())
+            except InstalledComponentError as exc:
+                raise ClusterError(f"{component.name}: {exc} -- log: {self.log_path(component.name)}") from None
+            state.features[component.name].update(extra)
         if self.real_nodes.count:
             self._start_real_nodes(state, self.real_nodes, say, max(90.0, deadline - time.monotonic()))
         state.complete = True

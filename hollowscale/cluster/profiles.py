@@ -23,6 +23,8 @@ class Profile:
         controller_manager_qps: kube-controller-manager client QPS (requests/s) and ``..._burst``.
         kueue_qps: Kueue's client QPS (requests/s) and ``kueue_burst`` (Kueue's defaults: 20/30), when
             the cluster runs Kueue.
+        jobset_qps: JobSet's client QPS and ``jobset_burst`` (JobSet's own defaults: 500/500,
+            ``api/config/v1alpha1/defaults.go``), when the cluster runs JobSet.
     """
 
     name: str
@@ -33,6 +35,8 @@ class Profile:
     controller_manager_burst: int = 30
     kueue_qps: float = 20.0
     kueue_burst: int = 30
+    jobset_qps: float = 500.0
+    jobset_burst: int = 500
 
     def client_qps(self) -> dict[str, tuple[float, int]]:
         """Client QPS/burst per component, for reports."""
@@ -59,6 +63,8 @@ PROFILES: dict[str, Profile] = {
         controller_manager_burst=10000,
         kueue_qps=5000.0,
         kueue_burst=10000,
+        jobset_qps=5000.0,
+        jobset_burst=10000,
     ),
 }
 
@@ -68,6 +74,7 @@ CLIENT_FIELDS: dict[str, tuple[str, str]] = {
     "controller-manager": ("controller_manager_qps", "controller_manager_burst"),
     "scheduler": ("scheduler_qps", "scheduler_burst"),
     "kueue": ("kueue_qps", "kueue_burst"),
+    "jobset": ("jobset_qps", "jobset_burst"),
 }
 
 

@@ -1,8 +1,9 @@
-"""The batch-scheduling floor on a real local cluster: in-tree gang scheduling (Workload/PodGroup) and
-Kueue (queues, cohort, fair sharing, webhooks, metrics), and ``down`` leaving nothing behind.
+"""The batch-scheduling floor on a real local cluster: in-tree gang scheduling (Workload/PodGroup),
+Kueue (queues, cohort, fair sharing, webhooks, metrics), JobSet (its webhooks, controller and metrics), and
+``down`` leaving nothing behind.
 
-One private cluster (``gang_scheduling=True, kueue=True``) in tmp_path for the module, with one hollow
-agent running two GPU pools (one per test, each tainted so no other pod lands there).
+One private cluster (``gang_scheduling=True, kueue=True, jobset=True``) in tmp_path for the module, with one
+hollow agent running two GPU pools (one per test, each tainted so no other pod lands there).
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from kubernetes import client
 from waiting import wait_until
 
 from hollow.process import AgentProcess, start_agent
-from hollowscale.cluster.binaries import kueue_binary
+from hollowscale.cluster.binaries import jobset_binary, kueue_binary
 from hollowscale.cluster.gang import GANG_GATES
 from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.measure.prom import PrometheusServer, targets_from_metrics
-from hollowscale.versions import KUEUE_VERSION
+from hollowscale.versions import JOBSET_VERSION, KUEUE_VERSION
 from kubecore.config import client_configuration
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
@@ -40,6 +41,7 @@ GPU = "nvidia.com/gpu"
 TAINT = "hollowscale.io/batch-test"
 V1A2 = ("scheduling.k8s.io", "v1alpha2")
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
+JOBSET = ("jobset.x-k8s.io", "v1alpha2")
 
 
 class Batch:
@@ -61,11 +63,12 @@ def _schedulable(n: client.V1Node) -> bool:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
-    if not os.access(kueue_binary(), os.X_OK):
-        pytest.fail(f"Kueue binary missing: {kueue_binary()} -- run `make setup-test` (or "
-                    "`hollowscale setup --kueue`) first", pytrace=False)
+    for what, binary in (("Kueue", kueue_binary()), ("JobSet", jobset_binary())):
+        if not os.access(binary, os.X_OK):
+            pytest.fail(f"{what} binary missing: {binary} -- run `make setup-test` (or "
+                        f"`hollowscale setup --{what.lower()}`) first", pytrace=False)
     root = tmp_path_factory.mktemp("batch")
-    local = LocalCluster(root / "c", gang_scheduling=True, kueue=True)
+    local = LocalCluster(root / "c", gang_scheduling=True, kueue=True, jobset=True)
     started = time.monotonic()
     info = local.up(timeout_s=180)
     started_s = time.monotonic() - started
@@ -295,6 +298,62 @@ def _mount_lines(needle: str) -> list[str]:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ JobSet
+def _jobset(name: str, pool: str, failure_targets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A JobSet of one replicatedJob ``workers`` (1 Job of 2 pods, no GPU, 2 s each) on ``pool``."""
+    template = {"metadata": {"annotations": {"hollowscale.io/run-duration": "2s"}},
+                "spec": {"nodeSelector": {"hollowscale.io/pool": pool},
+                         "tolerations": [{"key": TAINT, "operator": "Exists"}],
+                         "containers": [{"name": "main", "image": "hollow/train",
+                                         "resources": {"requests": {"cpu": "1"}}}]}}
+    spec: dict[str, Any] = {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {
+        "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": template}}}]}
+    if failure_targets:
+        spec["failurePolicy"] = {"maxRestarts": 1, "rules": [
+            {"action": "FailJobSet", "targetReplicatedJobs": list(failure_targets)}]}
+    return {"apiVersion": "/".join(JOBSET), "kind": "JobSet", "metadata": {"name": name}, "spec": spec}
+
+
+def test_jobset_webhooks_controller_and_metrics_as_installed(batch: Batch) -> None:
+    """JobSet's defaulting and validating webhooks answer (served by URL with the cluster CA), its controller
+    makes the Job, the hollow kubelet runs its pods to completion, the JobSet completes, and its metrics
+    answer the reader's token only."""
+    b = batch
+    features = b.info.features["jobset"]
+    assert features["version"] == JOBSET_VERSION and features["namespace"] == "jobset-system"
+    assert sorted(features["webhooks"]) == ["mjobset.kb.io", "mpod.kb.io", "vjobset.kb.io", "vpod.kb.io"]
+    assert b.info.client_qps["jobset"] == (500.0, 500)  # JobSet's own defaults in the default profile
+    ns = _namespace(b, f"jobset-{uuid.uuid4().hex[:5]}")
+    with pytest.raises(client.ApiException) as refused:
+        b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", _jobset("bad", b.gang_pool, ("nope",)))
+    assert refused.value.status in (400, 422) and "'nope' in failure policy does not appear" in refused.value.body
+    b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", _jobset("train", b.gang_pool, ("workers",)))
+    stored = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", "train")
+    assert stored["spec"]["successPolicy"]["operator"] == "All"  # set by the defaulting webhook
+    assert stored["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"
+
+    def completed() -> bool:
+        js = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", "train")
+        return any(c["type"] == "Completed" and c["status"] == "True"
+                   for c in (js.get("status") or {}).get("conditions") or ())
+
+    wait_until("the JobSet Completed", completed, 90)
+    jobs = b.batch.list_namespaced_job(ns, label_selector="jobset.sigs.k8s.io/jobset-name=train").items
+    assert [j.metadata.name for j in jobs] == ["train-workers-0"]
+    pods = b.core.list_namespaced_pod(ns, label_selector="jobset.sigs.k8s.io/jobset-name=train").items
+    assert len(pods) == 2 and all(p.status.phase == "Succeeded" and p.spec.node_name for p in pods)
+    token = Path(b.local.dir / "jobset" / "metrics-token").read_text().strip()
+    url = b.info.metrics["jobset"]
+    ctx = ssl.create_default_context(cafile=str(b.info.ca_file))
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, context=ctx, timeout=10) as resp:
+        body = resp.read().decode()
+    assert 'controller_runtime_reconcile_total{controller="jobset",result="success"}' in body
+    with pytest.raises(urllib.error.HTTPError) as anonymous:
+        urllib.request.urlopen(url, context=ctx, timeout=10)
+    assert anonymous.value.code in (401, 403)
+
+
 def test_kueue_metrics_cert_only_in_its_namespace_and_down_leaves_nothing(batch: Batch) -> None:
     b = batch
     cli = [sys.executable, "-c", "from hollowscale.cli import main; main()"]
@@ -311,13 +370,13 @@ def test_kueue_metrics_cert_only_in_its_namespace_and_down_leaves_nothing(batch:
     # the same cluster, asked for with other features, is refused
     from hollowscale.cluster.local import ClusterError
 
-    with pytest.raises(ClusterError, match="has features gang-scheduling, kueue, this asks for none"):
+    with pytest.raises(ClusterError, match="has features gang-scheduling, kueue, jobset, this asks for none"):
         LocalCluster(b.local.dir).up()
     pids = dict(b.info.pids)
     b.agent.stop()
     _keep_logs(b.local)
     stopped = b.local.down()
-    assert "kueue" in stopped
+    assert "kueue" in stopped and "jobset" in stopped
     for name, pid in pids.items():
         assert not Path(f"/proc/{pid}").exists() or _zombie_or_other(pid), f"{name} (pid {pid}) still runs"
     # Kueue's mounts live in its own mount namespace, which the kernel takes down only as the process's last

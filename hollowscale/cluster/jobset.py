@@ -1,0 +1,250 @@
+"""JobSet as one more component of the local cluster, run the way a real install runs it.
+
+A real install (``config/default`` of the module: namespace ``jobset-system``, names prefixed ``jobset-``) is a
+Deployment with its CRD, RBAC, webhooks and certificates.  This module gives a process on 127.0.0.1 the same,
+all read from the JobSet module in the Go module cache at :data:`JOBSET_VERSION`:
+
+* **CRD**: ``config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml``, server-side applied before JobSet
+  starts and waited for until Established.  The install's conversion-webhook patch is left out: the CRD
+  serves one version (v1alpha2), so the API server never calls it.
+* **RBAC**: its ``manager-role`` (ClusterRole), ``manager-secrets-role`` (Role in its namespace) and
+  ``proxy-role`` (TokenReviews and SubjectAccessReviews, for its metrics' authn/authz filter), bound to the
+  user ``jobset`` of its client certificate, so its requests are authorised as in a real cluster; and the
+  ``metrics-reader`` ClusterRole bound to a ServiceAccount whose token Prometheus reads.
+* **Webhooks**: ``config/components/webhook/manifests.yaml`` with the install's patches (the pod webhooks
+  only for pods labelled ``jobset.sigs.k8s.io/jobset-name``), pointed at ``https://127.0.0.1:PORT/...``
+  with the cluster CA as caBundle, registered once JobSet is ready.
+* **Certificates**: webhook and metrics serving certificates from the cluster CA (SANs ``localhost``,
+  ``127.0.0.1``), in the directories its Configuration names (``webhook.certDir``, ``metrics.certDir``);
+  internal cert management off.  Unlike Kueue, nothing needs a fixed path, so JobSet needs no root.
+
+Configuration (``config.jobset.x-k8s.io/v1alpha1``, strict decoder): leader election off, internal cert
+management off, the client's QPS and burst from the cluster's profile.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hollowscale.cluster.installed import InstalledComponentError
+from hollowscale.cluster.kubectl import Kubectl
+from hollowscale.versions import JOBSET_VERSION
+
+NAME = "jobset"
+NAMESPACE = "jobset-system"
+#: JobSet's client certificate user (its RBAC subject)
+USER = "jobset"
+METRICS_READER = "hollowscale-jobset-metrics-reader"
+#: how long the metrics reader's token lives (the cluster CA lives 365 days too)
+TOKEN_DURATION = "8760h"
+#: the install's webhook patches: JobSet's pod webhooks see only its own pods
+POD_OBJECT_SELECTOR: dict[str, Any] = {
+    "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
+PORT_NAMES: tuple[str, ...] = ("jobset-webhook", "jobset-metrics", "jobset-health")
+
+
+class JobSetError(InstalledComponentError):
+    """JobSet could not be installed or started; one line saying why."""
+
+
+@dataclass(frozen=True)
+class JobSetLayout:
+    """JobSet's files in the cluster directory (``<cluster>/jobset``)."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def webhook_certs(self) -> Path:
+        return self.root / "webhook-certs"
+
+    @property
+    def metrics_certs(self) -> Path:
+        return self.root / "metrics-certs"
+
+    @property
+    def token(self) -> Path:
+        """Bearer token of the metrics reader (Prometheus's ``credentials_file``)."""
+        return self.root / "metrics-token"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+
+def module_dir() -> Path:
+    """The JobSet module's directory in the Go module cache (downloaded from the proxy when missing)."""
+    from hollowscale.cluster.binaries import BuildError, go_mod_download
+
+    try:
+        info = go_mod_download("sigs.k8s.io/jobset", JOBSET_VERSION)
+    except BuildError as exc:
+        raise JobSetError(str(exc).splitlines()[0]) from None
+    return Path(info["Dir"])
+
+
+# --------------------------------------------------------------------------------------------- rendering
+def render_config(layout: JobSetLayout, ports: Mapping[str, int], client_qps: tuple[float, int]) -> dict[str, Any]:
+    """JobSet's ``config.jobset.x-k8s.io/v1alpha1`` Configuration for a process on 127.0.0.1."""
+    return {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": ports["jobset-webhook"], "certDir": str(layout.webhook_certs)},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports['jobset-metrics']}", "certDir": str(layout.metrics_certs)},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['jobset-health']}"},
+        "clientConnection": {"qps": client_qps[0], "burst": client_qps[1]},
+    }
+
+
+def render_webhooks(manifests: str, port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """JobSet's webhook configurations served by URL, with the install's patches.
+
+    ``manifests`` is ``config/components/webhook/manifests.yaml``: each webhook's ``clientConfig.service``
+    becomes ``url: https://127.0.0.1:PORT<path>`` with ``caBundle``; the pod webhooks get the install's
+    ``objectSelector`` (:data:`POD_OBJECT_SELECTOR`); names get the install's ``jobset-`` prefix.
+    """
+    bundle = base64.b64encode(ca_pem).decode()
+    out = []
+    for doc in yaml.safe_load_all(manifests):
+        if not doc:
+            continue
+        doc = copy.deepcopy(doc)
+        for hook in doc.get("webhooks") or []:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            if any("pods" in (rule.get("resources") or []) for rule in hook.get("rules") or []):
+                hook["objectSelector"] = copy.deepcopy(POD_OBJECT_SELECTOR)
+        doc["metadata"] = {"name": f"jobset-{doc['metadata']['name']}"}
+        out.append(doc)
+    return out
+
+
+def render_rbac(module: Path) -> list[dict[str, Any]]:
+    """The namespace, JobSet's roles bound to :data:`USER`, and the metrics reader (a ServiceAccount bound to
+    ``metrics-reader``); names get the install's ``jobset-`` prefix."""
+    rbac = module / "config" / "components" / "rbac"
+    user = {"kind": "User", "name": USER, "apiGroup": "rbac.authorization.k8s.io"}
+    reader = {"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}
+    out: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}},
+    ]
+    for file, subject in (("role.yaml", user), ("manager_secrets_role.yaml", user), ("auth_proxy_role.yaml", user),
+                          ("auth_proxy_client_clusterrole.yaml", reader)):
+        for role in yaml.safe_load_all((rbac / file).read_text()):
+            if not role or role.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            meta: dict[str, Any] = {"name": f"jobset-{role['metadata']['name']}"}
+            if role["kind"] == "Role":
+                meta["namespace"] = NAMESPACE
+            out.append({**role, "metadata": meta})
+            out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role['kind']}Binding",
+                        "metadata": dict(meta),
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": meta["name"]},
+                        "subjects": [dict(subject)]})
+    return out
+
+
+def crd_file(module: Path) -> Path:
+    return module / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+
+
+# --------------------------------------------------------------------------------------------- the component
+class JobSetComponent:
+    """JobSet (:data:`JOBSET_VERSION`) as an :class:`~hollowscale.cluster.installed.InstalledComponent`."""
+
+    name: str = NAME
+    port_names: tuple[str, ...] = PORT_NAMES
+
+    def __init__(self, layout: JobSetLayout, binary: Path) -> None:
+        self.layout = layout
+        self.binary = binary
+        self._module: Path | None = None
+
+    @property
+    def module(self) -> Path:
+        if self._module is None:
+            self._module = module_dir()
+        return self._module
+
+    def check(self) -> None:
+        if not os.access(self.binary, os.X_OK):
+            raise JobSetError(f"missing binary {self.binary}; run `hollowscale setup --jobset` (or `make setup-test`) "
+                              "to build JobSet")
+
+    def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
+        from hollowscale.cluster.pki import issue_cert, write_kubeconfig
+
+        layout = self.layout
+        for sub in (layout.root, layout.webhook_certs, layout.metrics_certs):
+            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for stem, target in (("jobset-webhook", layout.webhook_certs), ("jobset-metrics", layout.metrics_certs)):
+            pair = issue_cert(pki_dir, stem, f"hollowscale-{stem}", server=True, dns=("localhost",),
+                              ips=("127.0.0.1",))
+            shutil.copyfile(pair.cert, target / "tls.crt")
+            shutil.copyfile(pair.key, target / "tls.key")
+            os.chmod(target / "tls.key", 0o600)
+        client = issue_cert(pki_dir, "jobset", USER, client=True)
+        write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=USER)
+        layout.config.write_text(yaml.safe_dump(render_config(layout, ports, client_qps), sort_keys=False))
+
+    def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
+        crd = crd_file(self.module)
+        kubectl.apply(crd)
+        kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crd),
+                timeout_s=timeout_s + 10)
+        rbac = render_rbac(self.module)
+        self.layout.manifests.mkdir(parents=True, exist_ok=True)
+        (self.layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
+        kubectl.apply(rbac)
+
+    def argv(self) -> list[str]:
+        """Its Configuration, its kubeconfig (user ``jobset``), info logs."""
+        return [str(self.binary), f"--config={self.layout.config}", f"--kubeconfig={self.layout.kubeconfig}",
+                "--zap-log-level=info"]
+
+    def ready(self, ports: Mapping[str, int]) -> bool:
+        """``/readyz``: ok once its webhook server listens with its certificate."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ports['jobset-health']}/readyz", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            return False
+
+    def install_after_ready(self, kubectl: Kubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
+        hooks = render_webhooks((self.module / "config" / "components" / "webhook" / "manifests.yaml").read_text(),
+                                ports["jobset-webhook"], ca_pem)
+        self.layout.manifests.mkdir(parents=True, exist_ok=True)
+        (self.layout.manifests / "webhooks.yaml").write_text(yaml.safe_dump_all(hooks, sort_keys=False))
+        kubectl.apply(hooks)
+        token = kubectl("create", "token", METRICS_READER, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}").strip()
+        self.layout.token.write_text(token)
+        os.chmod(self.layout.token, 0o600)
+        return {"webhooks": [h["name"] for doc in hooks for h in doc["webhooks"]]}
+
+    def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
+        return {"version": JOBSET_VERSION, "namespace": NAMESPACE,
+                "ports": {n: int(ports[n]) for n in PORT_NAMES if n in ports}}
+
+    def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
+        return f"https://127.0.0.1:{ports['jobset-metrics']}/metrics", self.layout.token
