@@ -83,7 +83,7 @@ def setup(kueue: bool, jobset: bool, kubelet: bool, scenario: str | None, print_
             click.echo(f"  {scenario} needs {needs.describe()}", err=True)
             click.echo(needs.setup_vars())
             return
-        kueue, kubelet = kueue or needs.kueue, kubelet or needs.real_nodes
+        kueue, kubelet, jobset = kueue or needs.kueue, kubelet or needs.real_nodes, jobset or needs.jobset
     started = time.monotonic()
     try:
         with console.status("checking the binary cache") as status:

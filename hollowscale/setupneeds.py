@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hollowscale.cluster.binaries import kubelet_binary, kueue_binary
+from hollowscale.cluster.binaries import jobset_binary, kubelet_binary, kueue_binary
 
 if TYPE_CHECKING:
     from hollowscale.scenario import Scenario
@@ -42,6 +42,7 @@ class Needs:
             ``distill_jobs`` (they run on real nodes) and ``agents.placement: in-cluster`` (its pods run
             on the local cluster's real nodes, its images are imported into their containerd).
         kueue: the Kueue binary: ``cluster.kueue`` or any variant's ``kueue``.
+        jobset: the JobSet binary: ``cluster.jobset`` or any variant's ``jobset`` (no root needed).
         distill: the ``distill`` extra (PyTorch): ``distill_jobs`` train their teacher here.
         kind: ``cluster.backend: kind``: its node image holds the kubelet and the pause image and takes
             containerd's default spec from ``ctr`` (the real-node packages), and podman runs it as root.
@@ -49,6 +50,7 @@ class Needs:
 
     real_nodes: bool = False
     kueue: bool = False
+    jobset: bool = False
     distill: bool = False
     kind: bool = False
 
@@ -62,6 +64,7 @@ class Needs:
         parts = [
             *(["real nodes (the kubelet, containerd, runc, the CNI plugins; root)"] if self.real_nodes else []),
             *(["Kueue (root)"] if self.kueue else []),
+            *(["JobSet"] if self.jobset else []),
             *(["PyTorch (the distill extra)"] if self.distill else []),
             *(["a kind cluster built here (the kubelet, containerd's ctr, runc, gcc; podman unpacked into the "
                "cache; root)"] if self.kind else []),
@@ -70,7 +73,7 @@ class Needs:
 
     def setup_vars(self) -> str:
         """The variables scripts/setup.sh reads, on one line."""
-        return (f"REAL_NODES={int(self.real_nodes or self.kind)} KUEUE={int(self.kueue)} "
+        return (f"REAL_NODES={int(self.real_nodes or self.kind)} KUEUE={int(self.kueue)} JOBSET={int(self.jobset)} "
                 f"EXTRAS={'distill' if self.distill else ''} ROOT={int(self.root)}")
 
 
@@ -81,6 +84,7 @@ def scenario_needs(sc: Scenario) -> Needs:
         real_nodes=(local and sc.cluster.real_nodes > 0) or bool(sc.distill_jobs)
         or sc.agents.placement == "in-cluster",
         kueue=local and (sc.cluster.kueue or any(v.kueue for v in sc.variants)),
+        jobset=local and (sc.cluster.jobset or any(v.jobset for v in sc.variants)),
         distill=bool(sc.distill_jobs),
         kind=sc.cluster.backend == "kind",
     )
@@ -102,6 +106,8 @@ def missing(needs: Needs) -> list[str]:
                  if not _present(cmd)]
     if needs.kueue and not os.access(kueue_binary(), os.X_OK):
         gaps.append(f"Kueue ({kueue_binary()})")
+    if needs.jobset and not os.access(jobset_binary(), os.X_OK):
+        gaps.append(f"JobSet ({jobset_binary()})")
     if needs.distill and importlib.util.find_spec("torch") is None:
         gaps.append("PyTorch (the distill extra)")
     return gaps

@@ -100,11 +100,13 @@ class VariantSpec(Spec):
             (pod affinity, or the PodGroup's constraint for a required level of a gang with gang scheduling),
             ``kueue-required``/``kueue-preferred``/``kueue-slice`` (Kueue's topology-aware scheduling; needs
             ``kueue``), ``intree`` (the PodGroup's topology constraint; needs ``gang_scheduling``).
+        jobset: the local cluster also runs JobSet (on when ``cluster.jobset`` is, whatever the variant says).
     """
 
     name: DnsLabel
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
+    jobset: StrictBool = False
     preemption: StrictBool = True
     gpus: one_of(*GPU_MODES) | None = None  # type: ignore[valid-type]
     gpu_sharing: StrictBool | None = None

@@ -136,6 +136,8 @@ class ClusterSpec(Spec):
         gang_scheduling: the local cluster runs kube-scheduler's in-tree gang scheduling (alpha
             gates, ``scheduling.k8s.io/v1alpha2`` Workload/PodGroup); gang workloads get a PodGroup.
         kueue: the local cluster runs Kueue; queued workloads go to their tenant's LocalQueue.
+        jobset: the local cluster runs JobSet (:mod:`hollowscale.cluster.jobset`): its CRD, webhooks and
+            controller, as its install has them.
         volcano: the cluster (``existing`` or ``kind``) runs Volcano: Job workloads are submitted as
             Volcano Jobs (``schedulerName: volcano``, ``minAvailable``, the tenant's Volcano Queue).
             Not run by hollowscale's own tests: no Volcano is available here.
@@ -159,6 +161,7 @@ class ClusterSpec(Spec):
     namespace: Namespace = "hollowscale-load"
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
+    jobset: StrictBool = False
     volcano: StrictBool = False
     real_nodes: number(0, 16, integer=True) = 0  # type: ignore[valid-type]
     real_node_gpus: RealNodeGpus | None = None
@@ -476,10 +479,11 @@ class ScenarioFile(Spec):
         if self.cluster.volcano and (self.cluster.kueue or self.cluster.gang_scheduling or self.variants):
             problems.append((("cluster", "volcano"), "expected volcano alone (no kueue, gang_scheduling or variants: "
                              "Volcano schedules and queues its Jobs itself)"))
-        if (self.cluster.gang_scheduling or self.cluster.kueue or any(v.gang_scheduling or v.kueue for v in self.variants)) \
+        if (self.cluster.gang_scheduling or self.cluster.kueue or self.cluster.jobset
+                or any(v.gang_scheduling or v.kueue or v.jobset for v in self.variants)) \
                 and self.cluster.backend != "local":
-            problems.append((("cluster", "backend"), "gang_scheduling and kueue are started by hollowscale on the local "
-                             f"cluster; backend {self.cluster.backend!r} runs what its cluster has"))
+            problems.append((("cluster", "backend"), "gang_scheduling, kueue and jobset are started by hollowscale on "
+                             f"the local cluster; backend {self.cluster.backend!r} runs what its cluster has"))
         raise_problems("scenario", problems)
         return self
 
@@ -629,7 +633,8 @@ class Scenario:
 
     def with_variant(self, v: VariantSpec) -> Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
-        cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue})
+        cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
+                                                  "jobset": v.jobset or self.cluster.jobset})
         pools, workloads = apply_gpu_mode(self.pools, self.workloads, v.gpus, v.gpu_sharing)  # counted|claims|extended
         load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
                                             "workloads": workloads, "topology": v.topology})

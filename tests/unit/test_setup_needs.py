@@ -41,9 +41,10 @@ def test_what_each_shipped_scenario_needs(name: str, real_nodes: bool, kueue: bo
 
 
 def test_setup_vars_are_one_line_setup_sh_reads() -> None:
-    assert Needs().setup_vars() == "REAL_NODES=0 KUEUE=0 EXTRAS= ROOT=0"
-    assert Needs(real_nodes=True, distill=True).setup_vars() == "REAL_NODES=1 KUEUE=0 EXTRAS=distill ROOT=1"
-    assert "no root" in Needs().describe()
+    assert Needs().setup_vars() == "REAL_NODES=0 KUEUE=0 JOBSET=0 EXTRAS= ROOT=0"
+    assert Needs(real_nodes=True, distill=True).setup_vars() == "REAL_NODES=1 KUEUE=0 JOBSET=0 EXTRAS=distill ROOT=1"
+    assert Needs(jobset=True).setup_vars() == "REAL_NODES=0 KUEUE=0 JOBSET=1 EXTRAS= ROOT=0"  # JobSet needs no root
+    assert "no root" in Needs().describe() and Needs(jobset=True).describe() == "JobSet"
 
 
 def test_run_refuses_a_scenario_needing_root_without_root(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,3 +174,20 @@ def test_session_without_root_runs_what_needs_none(pytester: pytest.Pytester,
 
 def test_session_as_root_runs_everything(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     _session(pytester, monkeypatch, 0).assert_outcomes(passed=2)
+
+
+def test_a_scenario_or_a_variant_with_jobset_needs_jobset_on_the_local_cluster_only(tmp_path: Path) -> None:
+    import yaml
+
+    from hollowscale.scenario import ScenarioError
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    doc["cluster"] = {**doc.get("cluster", {}), "jobset": True}
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump(doc))
+    sc = load_scenario(str(tmp_path / "js.yaml"))
+    assert sc.cluster.jobset and scenario_needs(sc) == Needs(jobset=True) and not scenario_needs(sc).root
+    doc["cluster"]["backend"] = "existing"
+    doc["cluster"]["kubeconfig"] = str(tmp_path / "kubeconfig")
+    (tmp_path / "js-existing.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ScenarioError, match=r"cluster.backend.*jobset are started by hollowscale on the local"):
+        load_scenario(str(tmp_path / "js-existing.yaml"))
