@@ -30,6 +30,8 @@ RUN_COLLECTIONS = ("/apis/batch/v1/namespaces/{ns}/jobs", "/apis/apps/v1/namespa
                    "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads",
                    "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs",
                    "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
+                   # JobSet (its Jobs and pods go with it)
+                   "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets",
                    # DRA: claims shared by an instance's pods, the roles' templates (generated claims go with pods)
                    "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
                    "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates")

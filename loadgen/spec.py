@@ -112,7 +112,15 @@ from kubecore.schema import (
 )
 from kubecore.yamlfile import MAX_BYTES, load_yaml
 
-WORKLOAD_KINDS = ("Job", "Pod", "Deployment")
+WORKLOAD_KINDS = ("Job", "Pod", "Deployment", "JobSet")
+#: JobSet v1alpha2's restart strategies a failure policy may name (InPlaceRestart needs the hollow kubelet to
+#: restart containers in place and JobSet's InPlaceRestart gate: not offered)
+RESTART_STRATEGIES = ("Recreate", "BlockingRecreate")
+#: JobSet v1alpha2's failure-policy actions without a feature gate (RestartJob* need JobSet's RestartJob gate)
+FAILURE_ACTIONS = ("FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts")
+#: the Job failure reasons a JobSet rule may match (batch/v1 JobReasons*)
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "PodFailurePolicy", "MaxFailedIndexesExceeded",
+                       "FailedIndexes")
 TOPOLOGY_LEVELS = ("rack", "zone")
 TOPOLOGY_MODES = ("prefer", "require")
 #: the node label of each built-in topology level, as hollow's pools write it (hollow.nodebody.RACK_LABEL for
@@ -209,7 +217,11 @@ KueueName = Annotated[DnsSubdomain, AfterValidator(_label_value_name)]
 
 
 if TYPE_CHECKING:
-    WorkloadKind = Literal["Job", "Pod", "Deployment"]
+    WorkloadKind = Literal["Job", "Pod", "Deployment", "JobSet"]
+    RestartStrategy = Literal["Recreate", "BlockingRecreate"]
+    FailureAction = Literal["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]
+    JobFailureReason = str
+    MaxRestarts = int
     Curve = Literal["constant", "ramp", "steps", "poisson", "spike"]
     Operator = Literal["Equal", "Exists"]
     Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -230,6 +242,10 @@ if TYPE_CHECKING:
     SliceSize = int
 else:
     WorkloadKind = one_of(*WORKLOAD_KINDS)
+    RestartStrategy = one_of(*RESTART_STRATEGIES)
+    FailureAction = one_of(*FAILURE_ACTIONS)
+    JobFailureReason = one_of(*JOB_FAILURE_REASONS)
+    MaxRestarts = number(0, 1000, integer=True)
     Curve = one_of(*CURVES)
     Operator = one_of(*TOLERATION_OPERATORS)
     Effect = one_of(*TAINT_EFFECTS)
@@ -438,6 +454,53 @@ class GangSpec(Spec):
         return {"min_members": self.min_members}
 
 
+class FailureRuleSpec(Spec):
+    """One rule of a JobSet's failure policy: what to do when a Job of the targeted roles fails.
+
+    Attributes:
+        action: ``FailJobSet``, ``RestartJobSet`` (counts against ``max_restarts``) or
+            ``RestartJobSetAndIgnoreMaxRestarts``.
+        on_job_failure_reasons: the Job failure reasons it matches (``BackoffLimitExceeded``,
+            ``PodFailurePolicy``, ...); empty: any.
+        target_roles: the roles (replicated Jobs) it applies to; empty: all.
+    """
+
+    action: FailureAction
+    on_job_failure_reasons: tuple[JobFailureReason, ...] = ()
+    target_roles: tuple[DnsLabel, ...] = ()
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"action": self.action}
+        if self.on_job_failure_reasons:
+            doc["on_job_failure_reasons"] = list(self.on_job_failure_reasons)
+        if self.target_roles:
+            doc["target_roles"] = list(self.target_roles)
+        return doc
+
+
+class FailurePolicySpec(Spec):
+    """A JobSet's ``failurePolicy`` (JobSet v1alpha2): how often and how the whole JobSet restarts when one of
+    its Jobs fails.
+
+    Attributes:
+        max_restarts: restarts of the whole JobSet before it fails for good.
+        restart_strategy: ``Recreate`` (each Job recreated as soon as its old pods are gone) or
+            ``BlockingRecreate`` (all old Jobs and pods gone before any is created again).
+        rules: evaluated in order, the first match acts (:class:`FailureRuleSpec`); none: every failure
+            restarts until ``max_restarts``.
+    """
+
+    max_restarts: MaxRestarts = 0
+    restart_strategy: RestartStrategy = "Recreate"
+    rules: tuple[FailureRuleSpec, ...] = ()
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"max_restarts": self.max_restarts, "restart_strategy": self.restart_strategy}
+        if self.rules:
+            doc["rules"] = [r.to_doc() for r in self.rules]
+        return doc
+
+
 class TopologySpec(Spec):
     """The instance's pods in one topology domain of a level of the pools (and, for Kueue, in slices).
 
@@ -504,6 +567,7 @@ class WorkloadSpec(Spec):
         same_duration: every pod of an instance runs for one duration, drawn once per instance from
             ``run_duration`` (a distillation student and its teachers finish together); roles may then
             not override ``run_duration``.
+        failure_policy: a ``JobSet``'s failure policy (:class:`FailurePolicySpec`); JobSet only.
     """
 
     name: DnsLabel
@@ -520,12 +584,13 @@ class WorkloadSpec(Spec):
     kueue_priority_class: KueueName | None = None
     topology: TopologySpec | None = None
     same_duration: bool = False
+    failure_policy: FailurePolicySpec | None = None
 
     @model_validator(mode="after")
     def _cross(self) -> WorkloadSpec:
         problems: list[tuple[tuple[str | int, ...], str]] = []
         kind = self.kind
-        finite = kind in ("Job", "Pod")
+        finite = kind in ("Job", "Pod", "JobSet")
         if not self.roles:
             problems.append((("roles",), "expected at least 1 item(s), got 0"))
         if finite and self.run_duration.forever:
@@ -539,8 +604,9 @@ class WorkloadSpec(Spec):
             names.add(role.name)
             if kind == "Pod" and role.replicas != 1:
                 problems.append((("roles", i, "replicas"), f"expected 1 for kind Pod (a bare pod), got {role.replicas}"))
-            if role.completions is not None and kind != "Job":
-                problems.append((("roles", i, "completions"), f"only valid for kind Job, workload kind is {kind}"))
+            if role.completions is not None and kind not in ("Job", "JobSet"):
+                problems.append((("roles", i, "completions"), f"only valid for kinds Job and JobSet, workload kind is "
+                                 f"{kind}"))
             if self.same_duration and role.run_duration is not None:
                 problems.append((("roles", i, "run_duration"), "same_duration: true draws one duration per instance "
                                  "from the workload's run_duration; remove the role's"))
@@ -561,6 +627,16 @@ class WorkloadSpec(Spec):
         if self.queued and kind != "Job":
             problems.append((("queued",), f"only kind Job can be queued (a queue admits suspended Jobs; a {kind} "
                              "would need Kueue's pod webhook)"))
+        if self.failure_policy is not None and kind != "JobSet":
+            problems.append((("failure_policy",), f"a failure policy (max_restarts, restart_strategy, rules) is "
+                             f"JobSet's: expected kind JobSet, workload kind is {kind}"))
+        if self.failure_policy is not None:
+            roles = {r.name for r in self.roles}
+            for ri, rule in enumerate(self.failure_policy.rules):
+                for ti, target in enumerate(rule.target_roles):
+                    if target not in roles:
+                        problems.append((("failure_policy", "rules", ri, "target_roles", ti),
+                                         f"expected a role of the workload ({', '.join(sorted(roles))}), got {target!r}"))
         if self.kueue_priority_class is not None and not self.queued:
             problems.append((("kueue_priority_class",), "only valid with queued: true (Kueue reads it from the "
                              "Jobs it queues)"))
@@ -610,6 +686,8 @@ class WorkloadSpec(Spec):
             doc["topology"] = self.topology.to_doc()
         if self.same_duration:
             doc["same_duration"] = True
+        if self.failure_policy is not None:
+            doc["failure_policy"] = self.failure_policy.to_doc()
         return doc
 
 
@@ -1062,11 +1140,16 @@ __all__ = [
     "CLAIM_REQUEST",
     "CURVES",
     "CURVE_KEYS",
+    "FAILURE_ACTIONS",
+    "JOB_FAILURE_REASONS",
+    "RESTART_STRATEGIES",
     "TOPOLOGY_KEYS",
     "TOPOLOGY_RENDERINGS",
     "WORKLOAD_KINDS",
     "ArrivalSpec",
     "ClaimSpec",
+    "FailurePolicySpec",
+    "FailureRuleSpec",
     "GangSpec",
     "LoadSpec",
     "Namespace",

@@ -104,6 +104,7 @@ GANG_TEMPLATE = "members"
 VOLCANO_SCHEDULER = "volcano"
 SCHEDULING_API = "scheduling.k8s.io/v1alpha2"
 VOLCANO_BATCH_API = "batch.volcano.sh/v1alpha1"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 VOLCANO_SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
 EXTENDED_PREFIXES = ("nvidia.com/", "amd.com/", "hugepages-")
 RESOURCE_API = "resource.k8s.io/v1"
@@ -277,6 +278,8 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
     room = 63
     if volcano_job:  # Volcano names the pods <job>-<task>-<index> (a qualified name: <= 63 characters)
         room -= max(2 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
+    if w.kind == "JobSet":  # JobSet's Jobs are <jobset>-<role>-0, their pods' hostnames <job>-<index> (<= 63)
+        room -= max(4 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
     plan = _Plan(
         batch=False, gang_min=gang_min, podgroup=podgroup, volcano_job=volcano_job,
         volcano_podgroup=spec.volcano and gang_min is not None and w.kind == "Pod",
@@ -286,7 +289,8 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
         shared_claims=any(r.claim is not None and r.claim.shared == "instance" for r in w.roles),
         kueue_topology=_kueue_topology(spec, w),
     )
-    return replace(plan, batch=gang_min is not None or plan.kueue or topo is not None or spec.volcano)
+    return replace(plan, batch=gang_min is not None or plan.kueue or topo is not None or spec.volcano
+                   or w.kind == "JobSet")
 
 
 @dataclass
@@ -378,7 +382,8 @@ class WorkloadMix:
         (or the one Volcano Job)."""
         plan = self._plans[w.name]
         ns = tenant.namespace if tenant is not None else self.namespace
-        group = self.group_name(w, instance) if plan.gang_min is not None or plan.volcano_job else None
+        group = self.group_name(w, instance) if plan.gang_min is not None or plan.volcano_job \
+            or w.kind == "JobSet" else None
         queue = tenant.queue_name if tenant is not None else None
         out: list[Submission] = self.shared_claims(w, instance, ns) if plan.shared_claims else []
         labels = {LABEL_RUN: self.run_id, LABEL_WORKLOAD: w.name, LABEL_INSTANCE: instance}
@@ -403,6 +408,10 @@ class WorkloadMix:
         if plan.volcano_job:
             assert group is not None
             out.append(self._volcano_job(w, plan, instance, ns, group, queue, labels))
+            return out
+        if w.kind == "JobSet":
+            assert group is not None
+            out.append(self._jobset(w, plan, instance, ns, group, labels))
             return out
         out.extend(self.build(w, role, instance, namespace=ns, group=group, queue=queue) for role in w.roles)
         return out
@@ -459,6 +468,41 @@ class WorkloadMix:
             meta["annotations"] = {ANN_GANG_MIN: str(gang_min)}
         body = {"apiVersion": VOLCANO_BATCH_API, "kind": "Job", "metadata": meta, "spec": spec}
         return Submission(w.name, "", "VolcanoJob", f"/apis/{VOLCANO_BATCH_API}/namespaces/{ns}/jobs", body)
+
+    def _jobset(self, w: WorkloadSpec, plan: _Plan, instance: str, ns: str, name: str,
+                labels: dict[str, str]) -> Submission:
+        """One JobSet for the whole instance: a replicated Job per role (1 Job of the role's replicas, Indexed,
+        ``backoffLimit`` the workload's), the workload's failure policy, named ``name``.
+
+        Each Job's template carries the role's labels, so the Jobs the JobSet controller makes are the
+        run's Jobs for the timeline as a plain Job workload's are; a gang's objects come before it as for
+        any other kind.
+        """
+        gang = plan.gang_min is not None
+        replicated = []
+        for role in w.roles:
+            template, role_labels = self._pod_template(w, role, instance, plan, name if gang else None)
+            replicated.append({"name": role.name, "replicas": 1, "template": {
+                "metadata": {"labels": role_labels},
+                "spec": {"parallelism": role.replicas,
+                         "completions": role.completions if role.completions is not None else role.replicas,
+                         "backoffLimit": w.backoff_limit, "template": template}}})
+        spec: dict[str, Any] = {"replicatedJobs": replicated}
+        fp = w.failure_policy
+        if fp is not None:
+            policy: dict[str, Any] = {"maxRestarts": fp.max_restarts, "restartStrategy": fp.restart_strategy}
+            if fp.rules:
+                policy["rules"] = [
+                    {"name": f"rule{i}", "action": r.action,
+                     **({"onJobFailureReasons": list(r.on_job_failure_reasons)} if r.on_job_failure_reasons else {}),
+                     **({"targetReplicatedJobs": list(r.target_roles)} if r.target_roles else {})}
+                    for i, r in enumerate(fp.rules)]
+            spec["failurePolicy"] = policy
+        meta: dict[str, Any] = {"name": name, "labels": labels}
+        if gang:
+            meta["annotations"] = {ANN_GANG_MIN: str(plan.gang_min)}
+        body = {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": spec}
+        return Submission(w.name, "", "JobSet", f"/apis/{JOBSET_API}/namespaces/{ns}/jobsets", body)
 
     def _pod_template(self, w: WorkloadSpec, role: RoleSpec, instance: str, plan: _Plan | None,
                       group: str | None) -> tuple[dict[str, Any], dict[str, str]]:

@@ -8,6 +8,7 @@ hollow agent running two GPU pools (one per test, each tainted so no other pod l
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import ssl
@@ -33,6 +34,8 @@ from hollowscale.cluster.local import ClusterInfo, LocalCluster
 from hollowscale.measure.prom import PrometheusServer, targets_from_metrics
 from hollowscale.versions import JOBSET_VERSION, KUEUE_VERSION
 from kubecore.config import client_configuration
+from loadgen.spec import LoadSpec, parse_load_spec
+from loadgen.workloads import WorkloadMix
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -299,48 +302,53 @@ def _mount_lines(needle: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ JobSet
-def _jobset(name: str, pool: str, failure_targets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A JobSet of one replicatedJob ``workers`` (1 Job of 2 pods, no GPU, 2 s each) on ``pool``."""
-    template = {"metadata": {"annotations": {"hollowscale.io/run-duration": "2s"}},
-                "spec": {"nodeSelector": {"hollowscale.io/pool": pool},
-                         "tolerations": [{"key": TAINT, "operator": "Exists"}],
-                         "containers": [{"name": "main", "image": "hollow/train",
-                                         "resources": {"requests": {"cpu": "1"}}}]}}
-    spec: dict[str, Any] = {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {
-        "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": template}}}]}
-    if failure_targets:
-        spec["failurePolicy"] = {"maxRestarts": 1, "rules": [
-            {"action": "FailJobSet", "targetReplicatedJobs": list(failure_targets)}]}
-    return {"apiVersion": "/".join(JOBSET), "kind": "JobSet", "metadata": {"name": name}, "spec": spec}
+def _jobset_load(ns: str, pool: str, targets: tuple[str, ...] = ("workers",)) -> LoadSpec:
+    """A JobSet workload as a scenario writes it: one role ``workers`` of 2 pods (no GPU, 2 s each) on
+    ``pool``, failing the JobSet when a Job of ``targets`` fails."""
+    return parse_load_spec({
+        "name": "jobset-test", "namespace": ns,
+        "workloads": [{"name": "train", "kind": "JobSet", "run_duration": "2s", "roles": [{
+            "name": "workers", "replicas": 2, "resources": {"cpu": "1"}, "node_selector": {"hollowscale.io/pool": pool},
+            "tolerations": [{"key": TAINT, "operator": "Exists"}]}],
+            "failure_policy": {"max_restarts": 1, "rules": [{"action": "FailJobSet", "target_roles": list(targets)}]}}],
+        "arrival": {"curve": "constant", "rate": 1, "duration_s": "1s", "seed": 36}}, "jobset-test.yaml")
 
 
 def test_jobset_webhooks_controller_and_metrics_as_installed(batch: Batch) -> None:
-    """JobSet's defaulting and validating webhooks answer (served by URL with the cluster CA), its controller
-    makes the Job, the hollow kubelet runs its pods to completion, the JobSet completes, and its metrics
-    answer the reader's token only."""
+    """A JobSet as loadgen renders it passes JobSet's CRD schema and webhooks (served by URL with the cluster
+    CA; the defaulting one fills what it leaves out), the controller makes its Job, the hollow kubelet runs
+    the pods to completion, the JobSet completes; a bad one is refused by the validating webhook; its
+    metrics answer the reader's token only."""
     b = batch
     features = b.info.features["jobset"]
     assert features["version"] == JOBSET_VERSION and features["namespace"] == "jobset-system"
     assert sorted(features["webhooks"]) == ["mjobset.kb.io", "mpod.kb.io", "vjobset.kb.io", "vpod.kb.io"]
     assert b.info.client_qps["jobset"] == (500.0, 500)  # JobSet's own defaults in the default profile
     ns = _namespace(b, f"jobset-{uuid.uuid4().hex[:5]}")
+    (sub,) = WorkloadMix(_jobset_load(ns, b.gang_pool), f"js{uuid.uuid4().hex[:5]}").next_instance()
+    bad = copy.deepcopy(sub.body)
+    bad["metadata"]["name"] = "bad"
+    bad["spec"]["failurePolicy"]["rules"][0]["targetReplicatedJobs"] = ["nope"]  # past loadgen's own check
     with pytest.raises(client.ApiException) as refused:
-        b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", _jobset("bad", b.gang_pool, ("nope",)))
+        b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", bad)
     assert refused.value.status in (400, 422) and "'nope' in failure policy does not appear" in refused.value.body
-    b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", _jobset("train", b.gang_pool, ("workers",)))
-    stored = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", "train")
+    b.custom.create_namespaced_custom_object(*JOBSET, ns, "jobsets", sub.body)
+    name = sub.body["metadata"]["name"]
+    stored = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", name)
     assert stored["spec"]["successPolicy"]["operator"] == "All"  # set by the defaulting webhook
     assert stored["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"
+    assert stored["spec"]["failurePolicy"]["rules"][0]["name"] == "rule0"
 
     def completed() -> bool:
-        js = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", "train")
+        js = b.custom.get_namespaced_custom_object(*JOBSET, ns, "jobsets", name)
         return any(c["type"] == "Completed" and c["status"] == "True"
                    for c in (js.get("status") or {}).get("conditions") or ())
 
     wait_until("the JobSet Completed", completed, 90)
-    jobs = b.batch.list_namespaced_job(ns, label_selector="jobset.sigs.k8s.io/jobset-name=train").items
-    assert [j.metadata.name for j in jobs] == ["train-workers-0"]
-    pods = b.core.list_namespaced_pod(ns, label_selector="jobset.sigs.k8s.io/jobset-name=train").items
+    jobs = b.batch.list_namespaced_job(ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
+    assert [j.metadata.name for j in jobs] == [f"{name}-workers-0"]
+    assert jobs[0].metadata.labels["hollowscale.io/role"] == "workers"  # the run's labels reach its Jobs
+    pods = b.core.list_namespaced_pod(ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
     assert len(pods) == 2 and all(p.status.phase == "Succeeded" and p.spec.node_name for p in pods)
     token = Path(b.local.dir / "jobset" / "metrics-token").read_text().strip()
     url = b.info.metrics["jobset"]

@@ -146,7 +146,7 @@ def test_workload_cross_field_rules() -> None:
     ]
     assert _errors(doc) == [
         "workloads[0].roles[0].replicas: expected 1 for kind Pod (a bare pod), got 2",
-        "workloads[0].roles[0].completions: only valid for kind Job, workload kind is Pod",
+        "workloads[0].roles[0].completions: only valid for kinds Job and JobSet, workload kind is Pod",
         "workloads[0].roles[1].name: duplicate role name 'a'",
         "workloads[0].roles[1].run_duration: kind Pod needs a finite run duration",
         "workloads[1].exit_codes: Deployment pods run forever; exit codes apply to Job and Pod only",

@@ -195,7 +195,7 @@ def test_bad_spec_stops_locust_with_the_message(tmp_path: Path) -> None:
                         "--kubeconfig", str(kubeconfig), "--load-spec", str(bad)],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
-    assert f"loadgen: {bad}: workloads[0].kind: expected one of Job, Pod, Deployment, got 'CronJob'" in r.stderr, r.stderr
+    assert f"loadgen: {bad}: workloads[0].kind: expected one of Job, Pod, Deployment, JobSet, got 'CronJob'" in r.stderr, r.stderr
 
 
 @pytest.mark.integration  # starts a process
