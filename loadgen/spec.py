@@ -222,6 +222,7 @@ if TYPE_CHECKING:
     FailureAction = Literal["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]
     JobFailureReason = str
     MaxRestarts = int
+    FailExitCode = int
     Curve = Literal["constant", "ramp", "steps", "poisson", "spike"]
     Operator = Literal["Equal", "Exists"]
     Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -246,6 +247,7 @@ else:
     FailureAction = one_of(*FAILURE_ACTIONS)
     JobFailureReason = one_of(*JOB_FAILURE_REASONS)
     MaxRestarts = number(0, 1000, integer=True)
+    FailExitCode = number(1, 255, integer=True)
     Curve = one_of(*CURVES)
     Operator = one_of(*TOLERATION_OPERATORS)
     Effect = one_of(*TAINT_EFFECTS)
@@ -478,6 +480,35 @@ class FailureRuleSpec(Spec):
         return doc
 
 
+class PodFailurePolicySpec(Spec):
+    """A Job's ``podFailurePolicy`` (batch/v1): which pod failures fail the Job at once and which do not count.
+
+    Attributes:
+        fail_job_on_exit_codes: a pod exiting with one of these (1-255) fails its Job at once, whatever its
+            backoff limit (rule ``FailJob``, ``onExitCodes`` ``In``).
+        ignore_disruptions: a pod failed by a disruption (condition ``DisruptionTarget``: preemption,
+            eviction, a node's taint) does not count against the backoff limit (rule ``Ignore``).
+    """
+
+    fail_job_on_exit_codes: tuple[FailExitCode, ...] = ()
+    ignore_disruptions: bool = True
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"fail_job_on_exit_codes": list(self.fail_job_on_exit_codes),
+                "ignore_disruptions": self.ignore_disruptions}
+
+    def rules(self) -> list[dict[str, Any]]:
+        """The policy's rules as batch/v1 writes them (the disruption rule first: a preempted pod's exit code
+        never fails the Job)."""
+        out: list[dict[str, Any]] = []
+        if self.ignore_disruptions:
+            out.append({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
+        if self.fail_job_on_exit_codes:
+            out.append({"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In",
+                                                             "values": sorted(self.fail_job_on_exit_codes)}})
+        return out
+
+
 class FailurePolicySpec(Spec):
     """A JobSet's ``failurePolicy`` (JobSet v1alpha2): how often and how the whole JobSet restarts when one of
     its Jobs fails.
@@ -568,6 +599,9 @@ class WorkloadSpec(Spec):
             ``run_duration`` (a distillation student and its teachers finish together); roles may then
             not override ``run_duration``.
         failure_policy: a ``JobSet``'s failure policy (:class:`FailurePolicySpec`); JobSet only.
+        pod_failure_policy: the Jobs' pod failure policy (:class:`PodFailurePolicySpec`); Job and JobSet.
+        backoff_limit_per_index: retries per index of an Indexed Job (the Job becomes Indexed; ``backoff_limit``
+            then bounds nothing per pod); Job and JobSet; None: one backoff limit for the whole Job.
     """
 
     name: DnsLabel
@@ -585,6 +619,8 @@ class WorkloadSpec(Spec):
     topology: TopologySpec | None = None
     same_duration: bool = False
     failure_policy: FailurePolicySpec | None = None
+    pod_failure_policy: PodFailurePolicySpec | None = None
+    backoff_limit_per_index: BackoffLimit | None = None
 
     @model_validator(mode="after")
     def _cross(self) -> WorkloadSpec:
@@ -630,6 +666,10 @@ class WorkloadSpec(Spec):
         if self.failure_policy is not None and kind != "JobSet":
             problems.append((("failure_policy",), f"a failure policy (max_restarts, restart_strategy, rules) is "
                              f"JobSet's: expected kind JobSet, workload kind is {kind}"))
+        for name, value in (("pod_failure_policy", self.pod_failure_policy),
+                            ("backoff_limit_per_index", self.backoff_limit_per_index)):
+            if value is not None and kind not in ("Job", "JobSet"):
+                problems.append(((name,), f"a Job's field: expected kind Job or JobSet, workload kind is {kind}"))
         if self.failure_policy is not None:
             roles = {r.name for r in self.roles}
             for ri, rule in enumerate(self.failure_policy.rules):
@@ -688,6 +728,10 @@ class WorkloadSpec(Spec):
             doc["same_duration"] = True
         if self.failure_policy is not None:
             doc["failure_policy"] = self.failure_policy.to_doc()
+        if self.pod_failure_policy is not None:
+            doc["pod_failure_policy"] = self.pod_failure_policy.to_doc()
+        if self.backoff_limit_per_index is not None:
+            doc["backoff_limit_per_index"] = self.backoff_limit_per_index
         return doc
 
 
@@ -1153,6 +1197,7 @@ __all__ = [
     "GangSpec",
     "LoadSpec",
     "Namespace",
+    "PodFailurePolicySpec",
     "RoleSpec",
     "StepSpec",
     "TenantLoad",

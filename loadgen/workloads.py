@@ -293,6 +293,17 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
                    or w.kind == "JobSet")
 
 
+def _with_failure_fields(w: WorkloadSpec, job_spec: dict[str, Any]) -> dict[str, Any]:
+    """A Job spec with the workload's pod failure policy and per-index backoff limit (an Indexed Job then)."""
+    if w.pod_failure_policy is not None:
+        job_spec["podFailurePolicy"] = {"rules": w.pod_failure_policy.rules()}
+    if w.backoff_limit_per_index is not None:
+        job_spec["completionMode"] = "Indexed"
+        job_spec["backoffLimitPerIndex"] = w.backoff_limit_per_index
+        job_spec.pop("backoffLimit", None)  # with a per-index limit the Job's own defaults to unlimited
+    return job_spec
+
+
 @dataclass
 class Submission:
     """One create call: where to POST and what.
@@ -484,9 +495,10 @@ class WorkloadMix:
             template, role_labels = self._pod_template(w, role, instance, plan, name if gang else None)
             replicated.append({"name": role.name, "replicas": 1, "template": {
                 "metadata": {"labels": role_labels},
-                "spec": {"parallelism": role.replicas,
-                         "completions": role.completions if role.completions is not None else role.replicas,
-                         "backoffLimit": w.backoff_limit, "template": template}}})
+                "spec": _with_failure_fields(w, {
+                    "parallelism": role.replicas,
+                    "completions": role.completions if role.completions is not None else role.replicas,
+                    "backoffLimit": w.backoff_limit, "template": template})}})
         spec: dict[str, Any] = {"replicatedJobs": replicated}
         fp = w.failure_policy
         if fp is not None:
@@ -586,12 +598,12 @@ class WorkloadMix:
         replicas = role.replicas
         if kind == "Job":
             meta: dict[str, Any] = {"generateName": gen, "labels": labels}
-            job_spec: dict[str, Any] = {
+            job_spec: dict[str, Any] = _with_failure_fields(w, {
                 "parallelism": replicas,
                 "completions": role.completions if role.completions is not None else replicas,
                 "backoffLimit": w.backoff_limit,
                 "template": template,
-            }
+            })
             if plan.batch:
                 if group is not None:
                     meta["annotations"] = {ANN_GANG_MIN: str(plan.gang_min)}

@@ -89,3 +89,35 @@ def test_bad_failure_policies_are_refused_with_their_field() -> None:
         "RestartJobSetAndIgnoreMaxRestarts, got 'RestartJob'"]
     assert _errors({**TRAIN, "run_duration": "forever"}) == [
         "workloads[0].run_duration: kind JobSet needs a finite run duration ('forever' never completes)"]
+
+
+POD_POLICY: dict[str, Any] = {"fail_job_on_exit_codes": [42, 3], "ignore_disruptions": True}
+
+
+def test_a_job_with_a_pod_failure_policy_and_a_backoff_limit_per_index() -> None:
+    job = {"name": "train", "kind": "Job", "run_duration": "60s", "backoff_limit": 0,
+           "roles": [{"name": "workers", "replicas": 4, "resources": {"cpu": "8"}}],
+           "pod_failure_policy": POD_POLICY, "backoff_limit_per_index": 2}
+    (sub,) = WorkloadMix(_spec(job), "r1").next_instance()
+    spec = sub.body["spec"]
+    assert spec["podFailurePolicy"] == {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [3, 42]}}]}
+    assert (spec["completionMode"], spec["backoffLimitPerIndex"]) == ("Indexed", 2)
+    assert "backoffLimit" not in spec  # the per-index limit governs; the Job's own defaults to unlimited
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"  # what a pod failure policy requires
+    plain = WorkloadMix(_spec({**job, "pod_failure_policy": None, "backoff_limit_per_index": None}), "r1")
+    assert {"podFailurePolicy", "backoffLimitPerIndex", "completionMode"}.isdisjoint(plain.next_instance()[0].body["spec"])
+    # a JobSet's Jobs get the same fields
+    (js,) = WorkloadMix(_spec({**TRAIN, "pod_failure_policy": POD_POLICY}), "r1").next_instance()
+    assert js.body["spec"]["replicatedJobs"][1]["template"]["spec"]["podFailurePolicy"] == spec["podFailurePolicy"]
+
+
+def test_bad_pod_failure_policies_are_refused_with_their_field() -> None:
+    pod = {"name": "p", "kind": "Pod", "run_duration": "1s", "roles": [{"name": "a"}]}
+    assert _errors({**pod, "pod_failure_policy": POD_POLICY, "backoff_limit_per_index": 1}) == [
+        "workloads[0].pod_failure_policy: a Job's field: expected kind Job or JobSet, workload kind is Pod",
+        "workloads[0].backoff_limit_per_index: a Job's field: expected kind Job or JobSet, workload kind is Pod"]
+    assert _errors({**TRAIN, "pod_failure_policy": {"fail_job_on_exit_codes": [0, 256]}}) == [
+        "workloads[0].pod_failure_policy.fail_job_on_exit_codes[0]: expected an integer >= 1, got 0",
+        "workloads[0].pod_failure_policy.fail_job_on_exit_codes[1]: expected an integer <= 255, got 256"]
