@@ -9,9 +9,16 @@ which came first, still has its own branches in ``local.py``; it is to move behi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import copy
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+import yaml
 
 from hollowscale.cluster.kubectl import Kubectl
 
@@ -54,3 +61,95 @@ class InstalledComponent(Protocol):
 
     def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
         """Its metrics URL and the bearer-token file Prometheus reads (None: no metrics)."""
+
+
+# ------------------------------------------------------------------------------------ what such controllers share
+@dataclass(frozen=True)
+class ControllerLayout:
+    """A controller's files in the cluster directory (``<cluster>/<name>``)."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def webhook_certs(self) -> Path:
+        """``tls.crt``/``tls.key`` of the webhook server (the Configuration's ``webhook.certDir``)."""
+        return self.root / "webhook-certs"
+
+    @property
+    def metrics_certs(self) -> Path:
+        """``tls.crt``/``tls.key`` of the metrics server."""
+        return self.root / "metrics-certs"
+
+    @property
+    def token(self) -> Path:
+        """Bearer token of the metrics reader (Prometheus's ``credentials_file``)."""
+        return self.root / "metrics-token"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+
+def write_credentials(layout: ControllerLayout, pki_dir: Path, name: str, user: str, api: str) -> None:
+    """The controller's webhook and metrics serving certificates (from the cluster CA in ``pki_dir``; SANs
+    ``localhost`` and ``127.0.0.1``) into its layout, and a kubeconfig of a client certificate for ``user``."""
+    from hollowscale.cluster.pki import issue_cert, write_kubeconfig
+
+    for sub in (layout.root, layout.webhook_certs, layout.metrics_certs):
+        sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for stem, target in ((f"{name}-webhook", layout.webhook_certs), (f"{name}-metrics", layout.metrics_certs)):
+        pair = issue_cert(pki_dir, stem, f"hollowscale-{stem}", server=True, dns=("localhost",), ips=("127.0.0.1",))
+        shutil.copyfile(pair.cert, target / "tls.crt")
+        shutil.copyfile(pair.key, target / "tls.key")
+        os.chmod(target / "tls.key", 0o600)
+    client = issue_cert(pki_dir, name, user, client=True)
+    write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=user)
+
+
+def bound_roles(rbac_dir: Path, files: Iterable[tuple[str, dict[str, Any]]], prefix: str,
+                namespace: str) -> list[dict[str, Any]]:
+    """The (Cluster)Roles of each file of ``rbac_dir``, named ``<prefix>-<name>`` as an install's kustomization
+    names them (a Role in ``namespace``), each bound to its file's subject."""
+    out: list[dict[str, Any]] = []
+    for file, subject in files:
+        for role in yaml.safe_load_all((rbac_dir / file).read_text()):
+            if not role or role.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            meta: dict[str, Any] = {"name": f"{prefix}-{role['metadata']['name']}"}
+            if role["kind"] == "Role":
+                meta["namespace"] = namespace
+            out.append({**role, "metadata": meta})
+            out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role['kind']}Binding",
+                        "metadata": dict(meta),
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": meta["name"]},
+                        "subjects": [dict(subject)]})
+    return out
+
+
+def served_by_url(hook: dict[str, Any], port: int, ca_pem: bytes) -> dict[str, Any]:
+    """A webhook of an install's manifests served by ``https://127.0.0.1:PORT<its service path>`` with the
+    cluster CA as ``caBundle`` (a copy; the service reference is replaced)."""
+    out = copy.deepcopy(hook)
+    path = out["clientConfig"]["service"]["path"]
+    out["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca_pem).decode()}
+    return out
+
+
+def controller_rbac(rbac_dir: Path, prefix: str, namespace: str, user: str, reader: str,
+                    user_files: Iterable[str], reader_files: Iterable[str]) -> list[dict[str, Any]]:
+    """A controller's namespace, its metrics reader's ServiceAccount, the roles of ``user_files`` bound to the
+    user of its client certificate and those of ``reader_files`` bound to the reader (:func:`bound_roles`)."""
+    as_user = {"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}
+    as_reader = {"kind": "ServiceAccount", "name": reader, "namespace": namespace}
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": reader, "namespace": namespace}},
+            *bound_roles(rbac_dir, [*((f, as_user) for f in user_files), *((f, as_reader) for f in reader_files)],
+                         prefix, namespace)]

@@ -24,20 +24,23 @@ management off, the client's QPS and burst from the cluster's profile.
 
 from __future__ import annotations
 
-import base64
 import copy
 import os
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from hollowscale.cluster.installed import InstalledComponentError
+from hollowscale.cluster.installed import (
+    ControllerLayout,
+    InstalledComponentError,
+    controller_rbac,
+    served_by_url,
+    write_credentials,
+)
 from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.versions import JOBSET_VERSION
 
@@ -58,36 +61,8 @@ class JobSetError(InstalledComponentError):
     """JobSet could not be installed or started; one line saying why."""
 
 
-@dataclass(frozen=True)
-class JobSetLayout:
+class JobSetLayout(ControllerLayout):
     """JobSet's files in the cluster directory (``<cluster>/jobset``)."""
-
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.root / "kubeconfig"
-
-    @property
-    def webhook_certs(self) -> Path:
-        return self.root / "webhook-certs"
-
-    @property
-    def metrics_certs(self) -> Path:
-        return self.root / "metrics-certs"
-
-    @property
-    def token(self) -> Path:
-        """Bearer token of the metrics reader (Prometheus's ``credentials_file``)."""
-        return self.root / "metrics-token"
-
-    @property
-    def manifests(self) -> Path:
-        return self.root / "manifests"
 
 
 def module_dir() -> Path:
@@ -123,18 +98,17 @@ def render_webhooks(manifests: str, port: int, ca_pem: bytes) -> list[dict[str, 
     becomes ``url: https://127.0.0.1:PORT<path>`` with ``caBundle``; the pod webhooks get the install's
     ``objectSelector`` (:data:`POD_OBJECT_SELECTOR`); names get the install's ``jobset-`` prefix.
     """
-    bundle = base64.b64encode(ca_pem).decode()
     out = []
     for doc in yaml.safe_load_all(manifests):
         if not doc:
             continue
         doc = copy.deepcopy(doc)
-        for hook in doc.get("webhooks") or []:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+        hooks = [served_by_url(hook, port, ca_pem) for hook in doc.get("webhooks") or []]
+        for hook in hooks:
             if any("pods" in (rule.get("resources") or []) for rule in hook.get("rules") or []):
                 hook["objectSelector"] = copy.deepcopy(POD_OBJECT_SELECTOR)
         doc["metadata"] = {"name": f"jobset-{doc['metadata']['name']}"}
+        doc["webhooks"] = hooks
         out.append(doc)
     return out
 
@@ -142,27 +116,9 @@ def render_webhooks(manifests: str, port: int, ca_pem: bytes) -> list[dict[str, 
 def render_rbac(module: Path) -> list[dict[str, Any]]:
     """The namespace, JobSet's roles bound to :data:`USER`, and the metrics reader (a ServiceAccount bound to
     ``metrics-reader``); names get the install's ``jobset-`` prefix."""
-    rbac = module / "config" / "components" / "rbac"
-    user = {"kind": "User", "name": USER, "apiGroup": "rbac.authorization.k8s.io"}
-    reader = {"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}
-    out: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}},
-    ]
-    for file, subject in (("role.yaml", user), ("manager_secrets_role.yaml", user), ("auth_proxy_role.yaml", user),
-                          ("auth_proxy_client_clusterrole.yaml", reader)):
-        for role in yaml.safe_load_all((rbac / file).read_text()):
-            if not role or role.get("kind") not in ("ClusterRole", "Role"):
-                continue
-            meta: dict[str, Any] = {"name": f"jobset-{role['metadata']['name']}"}
-            if role["kind"] == "Role":
-                meta["namespace"] = NAMESPACE
-            out.append({**role, "metadata": meta})
-            out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role['kind']}Binding",
-                        "metadata": dict(meta),
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": meta["name"]},
-                        "subjects": [dict(subject)]})
-    return out
+    return controller_rbac(module / "config" / "components" / "rbac", "jobset", NAMESPACE, USER, METRICS_READER,
+                           ("role.yaml", "manager_secrets_role.yaml", "auth_proxy_role.yaml"),
+                           ("auth_proxy_client_clusterrole.yaml",))
 
 
 def crd_file(module: Path) -> Path:
@@ -193,20 +149,8 @@ class JobSetComponent:
                               "to build JobSet")
 
     def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
-        from hollowscale.cluster.pki import issue_cert, write_kubeconfig
-
-        layout = self.layout
-        for sub in (layout.root, layout.webhook_certs, layout.metrics_certs):
-            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for stem, target in (("jobset-webhook", layout.webhook_certs), ("jobset-metrics", layout.metrics_certs)):
-            pair = issue_cert(pki_dir, stem, f"hollowscale-{stem}", server=True, dns=("localhost",),
-                              ips=("127.0.0.1",))
-            shutil.copyfile(pair.cert, target / "tls.crt")
-            shutil.copyfile(pair.key, target / "tls.key")
-            os.chmod(target / "tls.key", 0o600)
-        client = issue_cert(pki_dir, "jobset", USER, client=True)
-        write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=USER)
-        layout.config.write_text(yaml.safe_dump(render_config(layout, ports, client_qps), sort_keys=False))
+        write_credentials(self.layout, pki_dir, NAME, USER, api)
+        self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports, client_qps), sort_keys=False))
 
     def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
         crd = crd_file(self.module)

@@ -41,7 +41,6 @@ the ``nodeSelector`` of its assigned domain.  The run's ``Topology`` and TAS fla
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import os
@@ -55,6 +54,7 @@ from typing import Any
 
 import yaml
 
+from hollowscale.cluster.installed import ControllerLayout, controller_rbac, served_by_url
 from hollowscale.cluster.kubectl import Kubectl as SharedKubectl
 from hollowscale.versions import KUEUE_VERSION
 
@@ -90,43 +90,14 @@ class KueuePorts:
     health: int
 
 
-@dataclass(frozen=True)
-class KueueLayout:
-    """Kueue's files in the cluster directory (``<cluster>/kueue``)."""
-
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.root / "kubeconfig"
-
-    @property
-    def webhook_certs(self) -> Path:
-        """``tls.crt``/``tls.key`` of the webhook server (the Configuration's ``webhook.certDir``)."""
-        return self.root / "webhook-certs"
-
-    @property
-    def metrics_certs(self) -> Path:
-        """Source of ``/etc/kueue/metrics/certs`` in Kueue's mount namespace."""
-        return self.root / "metrics-certs"
+class KueueLayout(ControllerLayout):
+    """Kueue's files in the cluster directory (``<cluster>/kueue``); its ``metrics_certs`` are the source of
+    ``/etc/kueue/metrics/certs`` in its mount namespace."""
 
     @property
     def mount_dir(self) -> Path:
         """Mount point of the tmpfs that exists in Kueue's mount namespace only (empty outside)."""
         return self.root / "mnt"
-
-    @property
-    def token(self) -> Path:
-        """Bearer token of the metrics reader (Prometheus's ``credentials_file``)."""
-        return self.root / "metrics-token"
-
-    @property
-    def manifests(self) -> Path:
-        return self.root / "manifests"
 
 
 def module_dir() -> Path:
@@ -180,7 +151,6 @@ def render_webhooks(manifests: str, port: int, ca_pem: bytes,
     ``kueue-`` prefix, as the install's kustomization gives them.
     """
     allowed = {("kueue.x-k8s.io", "*")} | {_FRAMEWORK_RESOURCES[f] for f in frameworks if f in _FRAMEWORK_RESOURCES}
-    bundle = base64.b64encode(ca_pem).decode()
     out = []
     for doc in yaml.safe_load_all(manifests):
         if not doc:
@@ -192,8 +162,7 @@ def render_webhooks(manifests: str, port: int, ca_pem: bytes,
                      for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []}
             if not pairs or not all((g, r) in allowed or (g, "*") in allowed for g, r in pairs):
                 continue
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            hook = served_by_url(hook, port, ca_pem)
             if ("", "pods") in pairs:
                 hook["namespaceSelector"] = {"matchExpressions": [
                     {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(_POD_WEBHOOK_EXCLUDED)}]}
@@ -209,27 +178,9 @@ def render_rbac(module: Path) -> list[dict[str, Any]]:
     ``manager-secrets-role`` in :data:`NAMESPACE`, whose Secrets its cache watches), and the metrics
     reader: a ServiceAccount with ``get`` on ``/metrics`` (``metrics-reader``).  Names get a ``kueue-``
     prefix, as the install's kustomization gives them."""
-    rbac = module / "config" / "components" / "rbac"
-    user = {"kind": "User", "name": USER, "apiGroup": "rbac.authorization.k8s.io"}
-    reader = {"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}
-    out: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}},
-    ]
-    for file, subject in (("role.yaml", user), ("manager_secrets_role.yaml", user),
-                          ("metrics_auth_role.yaml", user), ("metrics_reader_role.yaml", reader)):
-        for role in yaml.safe_load_all((rbac / file).read_text()):
-            if not role or role.get("kind") not in ("ClusterRole", "Role"):
-                continue
-            meta: dict[str, Any] = {"name": f"kueue-{role['metadata']['name']}"}
-            if role["kind"] == "Role":
-                meta["namespace"] = NAMESPACE
-            out.append({**role, "metadata": meta})
-            out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role['kind']}Binding",
-                        "metadata": dict(meta),
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": meta["name"]},
-                        "subjects": [dict(subject)]})
-    return out
+    return controller_rbac(module / "config" / "components" / "rbac", "kueue", NAMESPACE, USER, METRICS_READER,
+                           ("role.yaml", "manager_secrets_role.yaml", "metrics_auth_role.yaml"),
+                           ("metrics_reader_role.yaml",))
 
 
 # --------------------------------------------------------------------------------------------- install

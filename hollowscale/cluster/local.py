@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import ssl
 import sys
 import time
@@ -52,10 +51,10 @@ from hollowscale.cluster import kueue as kueue_mod
 from hollowscale.cluster.binaries import Binaries, binaries, jobset_binary, kubelet_binary, kueue_binary
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
 from hollowscale.cluster.components import kueue as kueue_component
-from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError
+from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError, write_credentials
 from hollowscale.cluster.jobset import JobSetComponent, JobSetLayout
 from hollowscale.cluster.kubectl import Kubectl
-from hollowscale.cluster.pki import ClusterPKI, create_pki, issue_cert, write_kubeconfig
+from hollowscale.cluster.pki import ClusterPKI, create_pki, write_kubeconfig
 from hollowscale.cluster.profiles import Profile, get_profile, with_client_limits
 from hollowscale.cluster.realnode import pool as realnode_pool
 from hollowscale.cluster.supervisor import ComponentSpec, ComponentState, add_component, component_states
@@ -690,17 +689,8 @@ class LocalCluster:
 
     def _prepare_kueue(self, layout: kueue_mod.KueueLayout, ports: kueue_mod.KueuePorts, api: str) -> None:
         """Kueue's certificates (webhook and metrics serving, client), kubeconfig and Configuration."""
-        pki_dir = self.dir / "pki"
-        for sub in (layout.root, layout.webhook_certs, layout.metrics_certs, layout.mount_dir):
-            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for stem, target in (("kueue-webhook", layout.webhook_certs), ("kueue-metrics", layout.metrics_certs)):
-            pair = issue_cert(pki_dir, stem, f"hollowscale-{stem}", server=True, dns=("localhost",),
-                              ips=("127.0.0.1",))
-            shutil.copyfile(pair.cert, target / "tls.crt")
-            shutil.copyfile(pair.key, target / "tls.key")
-            os.chmod(target / "tls.key", 0o600)
-        client = issue_cert(pki_dir, "kueue", kueue_mod.USER, client=True)
-        write_kubeconfig(layout.kubeconfig, api, pki_dir / "ca.crt", client.cert, client.key, user=kueue_mod.USER)
+        write_credentials(layout, self.dir / "pki", "kueue", kueue_mod.USER, api)
+        layout.mount_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(
             layout, ports, client_qps=(self.profile.kueue_qps, self.profile.kueue_burst)), sort_keys=False))
 
