@@ -3,8 +3,10 @@
 A controller such as JobSet is, in a real cluster, a Deployment with its CRDs, RBAC, webhooks and
 certificates.  The local cluster (:mod:`hollowscale.cluster.local`) runs it as one more supervised process on
 127.0.0.1 and gives it those same objects; this interface is the part the cluster's start, its state and its
-metrics need, so that one more controller is one more implementation, not one more set of branches.  (Kueue,
-which came first, still has its own branches in ``local.py``; it is to move behind this interface.)
+metrics need, so that one more controller is one more implementation, not one more set of branches (Kueue:
+:class:`hollowscale.cluster.kueue.KueueComponent`; JobSet: :class:`hollowscale.cluster.jobset.JobSetComponent`).
+Below it, what their installs share: the layout of their files, serving certificates and a client kubeconfig,
+role bindings, webhooks by URL, the steps before and after the process starts.
 """
 
 from __future__ import annotations
@@ -153,3 +155,45 @@ def controller_rbac(rbac_dir: Path, prefix: str, namespace: str, user: str, read
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": reader, "namespace": namespace}},
             *bound_roles(rbac_dir, [*((f, as_user) for f in user_files), *((f, as_reader) for f in reader_files)],
                          prefix, namespace)]
+
+
+#: how long a metrics reader's token lives (the cluster CA lives 365 days too)
+TOKEN_DURATION = "8760h"
+
+
+def install_crds_and_rbac(kubectl: Kubectl, crds: Path, rbac: list[dict[str, Any]], layout: ControllerLayout,
+                          timeout_s: float) -> None:
+    """The CRDs (a file or folder of them) applied and waited for until Established, then the RBAC (kept in
+    ``manifests/rbac.yaml``)."""
+    kubectl.apply(crds)
+    kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crds),
+            timeout_s=timeout_s + 10)
+    layout.manifests.mkdir(parents=True, exist_ok=True)
+    (layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
+    kubectl.apply(rbac)
+
+
+def register_webhooks_and_token(kubectl: Kubectl, hooks: list[dict[str, Any]], layout: ControllerLayout,
+                                reader: str, namespace: str) -> list[str]:
+    """The webhook configurations applied (kept in ``manifests/webhooks.yaml``) and a TokenRequest token of the
+    metrics reader written to ``layout.token`` (mode 600); returns the webhooks' names."""
+    layout.manifests.mkdir(parents=True, exist_ok=True)
+    (layout.manifests / "webhooks.yaml").write_text(yaml.safe_dump_all(hooks, sort_keys=False))
+    kubectl.apply(hooks)
+    token = kubectl("create", "token", reader, "-n", namespace, f"--duration={TOKEN_DURATION}").strip()
+    layout.token.write_text(token)
+    os.chmod(layout.token, 0o600)
+    return [h["name"] for doc in hooks for h in doc["webhooks"]]
+
+
+def readyz(port: int) -> bool:
+    """A controller-runtime manager's ``/readyz`` on 127.0.0.1:``port`` (ok once its webhook server listens with
+    its certificate)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False

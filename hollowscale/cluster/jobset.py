@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import copy
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,9 @@ from hollowscale.cluster.installed import (
     ControllerLayout,
     InstalledComponentError,
     controller_rbac,
+    install_crds_and_rbac,
+    readyz,
+    register_webhooks_and_token,
     served_by_url,
     write_credentials,
 )
@@ -49,8 +50,6 @@ NAMESPACE = "jobset-system"
 #: JobSet's client certificate user (its RBAC subject)
 USER = "jobset"
 METRICS_READER = "hollowscale-jobset-metrics-reader"
-#: how long the metrics reader's token lives (the cluster CA lives 365 days too)
-TOKEN_DURATION = "8760h"
 #: the install's webhook patches: JobSet's pod webhooks see only its own pods
 POD_OBJECT_SELECTOR: dict[str, Any] = {
     "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
@@ -153,14 +152,7 @@ class JobSetComponent:
         self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports, client_qps), sort_keys=False))
 
     def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
-        crd = crd_file(self.module)
-        kubectl.apply(crd)
-        kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crd),
-                timeout_s=timeout_s + 10)
-        rbac = render_rbac(self.module)
-        self.layout.manifests.mkdir(parents=True, exist_ok=True)
-        (self.layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
-        kubectl.apply(rbac)
+        install_crds_and_rbac(kubectl, crd_file(self.module), render_rbac(self.module), self.layout, timeout_s)
 
     def argv(self) -> list[str]:
         """Its Configuration, its kubeconfig (user ``jobset``), info logs."""
@@ -168,23 +160,12 @@ class JobSetComponent:
                 "--zap-log-level=info"]
 
     def ready(self, ports: Mapping[str, int]) -> bool:
-        """``/readyz``: ok once its webhook server listens with its certificate."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{ports['jobset-health']}/readyz", timeout=2) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            return False
+        return readyz(ports["jobset-health"])
 
     def install_after_ready(self, kubectl: Kubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
         hooks = render_webhooks((self.module / "config" / "components" / "webhook" / "manifests.yaml").read_text(),
                                 ports["jobset-webhook"], ca_pem)
-        self.layout.manifests.mkdir(parents=True, exist_ok=True)
-        (self.layout.manifests / "webhooks.yaml").write_text(yaml.safe_dump_all(hooks, sort_keys=False))
-        kubectl.apply(hooks)
-        token = kubectl("create", "token", METRICS_READER, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}").strip()
-        self.layout.token.write_text(token)
-        os.chmod(self.layout.token, 0o600)
-        return {"webhooks": [h["name"] for doc in hooks for h in doc["webhooks"]]}
+        return {"webhooks": register_webhooks_and_token(kubectl, hooks, self.layout, METRICS_READER, NAMESPACE)}
 
     def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
         return {"version": JOBSET_VERSION, "namespace": NAMESPACE,

@@ -45,16 +45,23 @@ import copy
 import json
 import os
 import shutil
-import urllib.error
-import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from hollowscale.cluster.installed import ControllerLayout, controller_rbac, served_by_url
+from hollowscale.cluster.installed import (
+    ControllerLayout,
+    InstalledComponentError,
+    controller_rbac,
+    install_crds_and_rbac,
+    readyz,
+    register_webhooks_and_token,
+    served_by_url,
+    write_credentials,
+)
 from hollowscale.cluster.kubectl import Kubectl as SharedKubectl
 from hollowscale.versions import KUEUE_VERSION
 
@@ -77,7 +84,7 @@ _POD_WEBHOOK_EXCLUDED = ["kube-system", NAMESPACE]
 TOKEN_DURATION = "8760h"
 
 
-class KueueError(RuntimeError):
+class KueueError(InstalledComponentError):
     """Kueue could not be installed or started; one line saying why."""
 
 
@@ -195,39 +202,22 @@ def crd_dir(module: Path) -> Path:
     return module / "config" / "components" / "crd" / "bases"
 
 
-def install_before_start(kubectl: Kubectl, module: Path, layout: KueueLayout, timeout_s: float = 60.0) -> None:
+def install_before_start(kubectl: SharedKubectl, module: Path, layout: KueueLayout, timeout_s: float = 60.0) -> None:
     """CRDs (applied, then waited for until Established), namespace, RBAC and the metrics reader."""
-    crds = crd_dir(module)
-    kubectl.apply(crds)
-    kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crds),
-            timeout_s=timeout_s + 10)
-    rbac = render_rbac(module)
-    layout.manifests.mkdir(parents=True, exist_ok=True)
-    (layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
-    kubectl.apply(rbac)
+    install_crds_and_rbac(kubectl, crd_dir(module), render_rbac(module), layout, timeout_s)
 
 
-def install_after_ready(kubectl: Kubectl, module: Path, layout: KueueLayout, ports: KueuePorts,
+def install_after_ready(kubectl: SharedKubectl, module: Path, layout: KueueLayout, ports: KueuePorts,
                         ca_pem: bytes) -> list[str]:
     """Webhook configurations (by URL) and the metrics reader's token; returns the webhooks' names."""
     hooks = render_webhooks((module / "config" / "components" / "webhook" / "manifests.yaml").read_text(),
                             ports.webhook, ca_pem)
-    layout.manifests.mkdir(parents=True, exist_ok=True)
-    (layout.manifests / "webhooks.yaml").write_text(yaml.safe_dump_all(hooks, sort_keys=False))
-    kubectl.apply(hooks)
-    token = kubectl("create", "token", METRICS_READER, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}").strip()
-    layout.token.write_text(token)
-    os.chmod(layout.token, 0o600)
-    return [h["name"] for doc in hooks for h in doc["webhooks"]]
+    return register_webhooks_and_token(kubectl, hooks, layout, METRICS_READER, NAMESPACE)
 
 
 def ready(ports: KueuePorts) -> bool:
     """Kueue's ``/readyz``: ok once its webhook server listens with its certificate."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ports.health}/readyz", timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
+    return readyz(ports.health)
 
 
 def check_can_run() -> None:
@@ -244,3 +234,63 @@ def features(ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS) -> dict[
     return {"version": KUEUE_VERSION, "feature_gates": FEATURE_GATES, "frameworks": list(frameworks),
             "fair_sharing": copy.deepcopy(FAIR_SHARING), "wait_for_pods_ready": copy.deepcopy(WAIT_FOR_PODS_READY),
             "namespace": NAMESPACE, "ports": json.loads(json.dumps(ports.__dict__))}
+
+
+PORT_NAMES: tuple[str, ...] = ("kueue-webhook", "kueue-metrics", "kueue-health")
+
+
+def ports_of(ports: Mapping[str, int]) -> KueuePorts:
+    """Kueue's ports among the cluster's (:data:`PORT_NAMES`)."""
+    return KueuePorts(webhook=ports["kueue-webhook"], metrics=ports["kueue-metrics"], health=ports["kueue-health"])
+
+
+class KueueComponent:
+    """Kueue (:data:`KUEUE_VERSION`) as an :class:`~hollowscale.cluster.installed.InstalledComponent`: run in its
+    private mount namespace (:mod:`hollowscale.cluster.components.kueue`), which needs root."""
+
+    name: str = "kueue"
+    port_names: tuple[str, ...] = PORT_NAMES
+
+    def __init__(self, layout: KueueLayout, binary: Path) -> None:
+        self.layout = layout
+        self.binary = binary
+        self._module: Path | None = None
+
+    @property
+    def module(self) -> Path:
+        if self._module is None:
+            self._module = module_dir()
+        return self._module
+
+    def check(self) -> None:
+        if not os.access(self.binary, os.X_OK):
+            raise KueueError(f"missing binary {self.binary}; run `make setup KUEUE=1` (or `hollowscale setup --kueue`) "
+                             "to build Kueue")
+        check_can_run()
+
+    def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
+        """Its certificates (webhook and metrics serving, client), kubeconfig, mount point and Configuration."""
+        write_credentials(self.layout, pki_dir, self.name, USER, api)
+        self.layout.mount_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports_of(ports), client_qps=client_qps),
+                                                     sort_keys=False))
+
+    def install_before_start(self, kubectl: SharedKubectl, timeout_s: float) -> None:
+        install_before_start(kubectl, self.module, self.layout, timeout_s)
+
+    def argv(self) -> list[str]:
+        from hollowscale.cluster.components import kueue as kueue_component
+
+        return kueue_component.namespaced_argv(kueue_component.argv(self.binary, self.layout), self.layout)
+
+    def ready(self, ports: Mapping[str, int]) -> bool:
+        return ready(ports_of(ports))
+
+    def install_after_ready(self, kubectl: SharedKubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
+        return {"webhooks": install_after_ready(kubectl, self.module, self.layout, ports_of(ports), ca_pem)}
+
+    def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
+        return features(ports_of(ports))
+
+    def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
+        return f"https://127.0.0.1:{ports['kueue-metrics']}/metrics", self.layout.token

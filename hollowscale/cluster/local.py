@@ -15,9 +15,11 @@ count what the apiserver itself accepted, across restarts of any component.
 
 Batch scheduling: ``gang_scheduling`` turns on the in-tree gang scheduling gates of our Kubernetes
 build (Workload/PodGroup, ``scheduling.k8s.io/v1alpha2``) on apiserver, scheduler and
-controller-manager; ``kueue`` adds Kueue as one more supervised component
-(:mod:`hollowscale.cluster.kueue`).  Both are recorded in ``state.json`` (``ClusterInfo.features``);
-``up`` on a running cluster started with other features refuses.
+controller-manager; ``kueue`` and ``jobset`` add Kueue and JobSet as more supervised components, each
+given what its install has (CRDs, RBAC, webhooks, certificates) behind one interface
+(:class:`~hollowscale.cluster.installed.InstalledComponent`; :data:`INSTALLABLE`; :mod:`hollowscale.cluster.kueue`,
+:mod:`hollowscale.cluster.jobset`).  All are recorded in ``state.json`` (``ClusterInfo.features``); ``up`` on a
+running cluster started with other features refuses.
 
 Real nodes (:mod:`hollowscale.cluster.realnode`): ``real_nodes=N`` (or a
 :class:`~hollowscale.cluster.realnode.RealNodeSettings`) starts N kubelets, each with its own containerd,
@@ -50,8 +52,7 @@ from hollowscale.cluster import clusterdir, gang, realnode
 from hollowscale.cluster import kueue as kueue_mod
 from hollowscale.cluster.binaries import Binaries, binaries, jobset_binary, kubelet_binary, kueue_binary
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
-from hollowscale.cluster.components import kueue as kueue_component
-from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError, write_credentials
+from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError
 from hollowscale.cluster.jobset import JobSetComponent, JobSetLayout
 from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.cluster.pki import ClusterPKI, create_pki, write_kubeconfig
@@ -70,7 +71,7 @@ DEFAULT_DIR = Path(".hollowscale/cluster")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: controllers the cluster can install beside the control plane, by their ``features`` key
 #: (:class:`~hollowscale.cluster.installed.InstalledComponent`; :meth:`LocalCluster.installable` makes each)
-INSTALLABLE = ("jobset",)
+INSTALLABLE = ("kueue", "jobset")
 ProgressFn = Callable[[str], None]
 
 
@@ -219,7 +220,7 @@ class LocalCluster:
         self.jobset_bin = jobset_bin or jobset_binary()
         #: controllers installed beside the control plane (:class:`~hollowscale.cluster.installed.InstalledComponent`)
         self.installed: list[InstalledComponent] = [self.installable(name) for name in INSTALLABLE
-                                                    if {"jobset": jobset}[name]]
+                                                    if {"kueue": kueue, "jobset": jobset}[name]]
         self.real_nodes = (real_nodes if isinstance(real_nodes, realnode.RealNodeSettings)
                            else realnode.RealNodeSettings(count=int(real_nodes or 0)))
         self.kubelet_bin = kubelet_bin or kubelet_binary()
@@ -232,6 +233,8 @@ class LocalCluster:
 
     def installable(self, name: str) -> InstalledComponent:
         """The component ``name`` of :data:`INSTALLABLE` for this cluster's dir and binaries."""
+        if name == "kueue":
+            return kueue_mod.KueueComponent(self.kueue_layout, self.kueue_bin)
         if name == "jobset":
             return JobSetComponent(JobSetLayout(self.dir / "jobset"), self.jobset_bin)
         raise ValueError(f"no installable component {name!r}; expected one of: {', '.join(INSTALLABLE)}")
@@ -298,9 +301,6 @@ class LocalCluster:
             "etcd": f"http://127.0.0.1:{ports['etcd-metrics']}/metrics",
         }
         tokens: dict[str, Path] = {}
-        if state.features.get("kueue"):
-            metrics["kueue"] = f"https://127.0.0.1:{ports['kueue-metrics']}/metrics"
-            tokens["kueue"] = self.kueue_layout.token
         # what the running cluster has, whatever this object was asked for (`cluster status` asks for nothing)
         for component in (self.installable(name) for name in INSTALLABLE if state.features.get(name)):
             served = component.metrics(ports)
@@ -320,9 +320,7 @@ class LocalCluster:
             pids={**{p["name"]: p["pid"] for p in state.processes},
                   **{n: c.pid for n, c in component_states(self.dir).items()}},
             client_qps={**profile.client_qps(),
-                        **({"kueue": (profile.kueue_qps, profile.kueue_burst)} if state.features.get("kueue") else {}),
-                        **({"jobset": (profile.jobset_qps, profile.jobset_burst)} if state.features.get("jobset")
-                           else {})},
+                        **{name: profile.limits(name) for name in INSTALLABLE if state.features.get(name)}},
             flags=state.flags,
             ports=dict(ports),
             started_at=state.started_at,
@@ -399,14 +397,6 @@ class LocalCluster:
         missing = self.bins.missing()
         if missing:
             raise ClusterError(f"missing binary {missing[0]}; run `make setup` to build the control plane")
-        if self.kueue:
-            if not os.access(self.kueue_bin, os.X_OK):
-                raise ClusterError(f"missing binary {self.kueue_bin}; run `make setup KUEUE=1` (or "
-                                   "`hollowscale setup --kueue`) to build Kueue")
-            try:
-                kueue_mod.check_can_run()
-            except kueue_mod.KueueError as exc:
-                raise ClusterError(str(exc)) from None
         for component in self.installed:
             try:
                 component.check()
@@ -430,8 +420,9 @@ class LocalCluster:
     def _check_features(self, existing: _State) -> None:
         """Refuse to reuse a running cluster started with other batch-scheduling features."""
         running = {"gang_scheduling": bool(existing.features.get("gang_scheduling")),
-                   "kueue": bool(existing.features.get("kueue")), "jobset": bool(existing.features.get("jobset"))}
-        wanted = {"gang_scheduling": self.gang_scheduling, "kueue": self.kueue, "jobset": self.jobset}
+                   **{name: bool(existing.features.get(name)) for name in INSTALLABLE}}
+        wanted = {"gang_scheduling": self.gang_scheduling,
+                  **{name: any(c.name == name for c in self.installed) for name in INSTALLABLE}}
         if running != wanted:
             def show(f: dict[str, bool]) -> str:
                 on = [k.replace("_", "-") for k, v in f.items() if v]
@@ -457,15 +448,10 @@ class LocalCluster:
             "feature_gates_dropped": {c: [g for g in gang.GANG_GATES if f"{g}=true" not in got]
                                       for c, got in gates.items() if len(got) < len(gang.GANG_GATES)},
             "runtime_config": gang.GANG_RUNTIME_CONFIG if self.gang_scheduling else None,
-            "kueue": kueue_mod.features(self._kueue_ports(ports)) if self.kueue else None,
+            **{name: None for name in INSTALLABLE},
             **{c.name: c.features(ports) for c in self.installed},
             "kubelet_client": True,
         }
-
-    @staticmethod
-    def _kueue_ports(ports: dict[str, int]) -> kueue_mod.KueuePorts:
-        return kueue_mod.KueuePorts(webhook=ports["kueue-webhook"], metrics=ports["kueue-metrics"],
-                                    health=ports["kueue-health"])
 
     def _start(self, say: ProgressFn, timeout_s: float) -> ClusterInfo:
         deadline = time.monotonic() + timeout_s
@@ -476,8 +462,6 @@ class LocalCluster:
         (self.dir / "logs").mkdir(exist_ok=True)
         names = ["etcd", "etcd-peer", "etcd-metrics", "kube-apiserver", "kube-controller-manager",
                  "kube-scheduler"]
-        if self.kueue:
-            names += ["kueue-webhook", "kueue-metrics", "kueue-health"]
         for component in self.installed:
             names += list(component.port_names)
         ports = dict(zip(names, free_ports(len(names)), strict=True))
@@ -534,24 +518,11 @@ class LocalCluster:
         say("starting kube-controller-manager and kube-scheduler")
         launch("kube-controller-manager", controller_manager.argv(self._controller_manager(pki, ports)))
         launch("kube-scheduler", scheduler.argv(self._scheduler(ports)))
-        if self.kueue:
-            layout, kports = self.kueue_layout, self._kueue_ports(ports)
-            kubectl = kueue_mod.Kubectl(self.bins.kubectl, self.kubeconfig_path)
-            try:
-                module = kueue_mod.module_dir()
-                say("installing Kueue's CRDs and RBAC")
-                self._prepare_kueue(layout, kports, api)
-                kueue_mod.install_before_start(kubectl, module, layout,
-                                               timeout_s=max(5.0, deadline - time.monotonic()))
-            except kueue_mod.KueueError as exc:
-                raise ClusterError(f"Kueue: {exc}") from None
-            say("starting Kueue")
-            launch("kueue", kueue_component.namespaced_argv(kueue_component.argv(self.kueue_bin, layout), layout))
         installing = Kubectl(self.bins.kubectl, self.kubeconfig_path, InstalledComponentError)
         for component in self.installed:
             try:
                 say(f"installing {component.name}'s CRDs and RBAC")
-                component.prepare(self.dir / "pki", api, ports, (self.profile.jobset_qps, self.profile.jobset_burst))
+                component.prepare(self.dir / "pki", api, ports, self.profile.limits(component.name))
                 component.install_before_start(installing, timeout_s=max(5.0, deadline - time.monotonic()))
             except InstalledComponentError as exc:
                 raise ClusterError(f"{component.name}: {exc}") from None
@@ -561,14 +532,6 @@ class LocalCluster:
                  lambda: _lease_held(api, ctx, "kube-scheduler") and _lease_held(api, ctx, "kube-controller-manager"))
         wait_for("the default ServiceAccount",
                  lambda: _get(f"{api}/api/v1/namespaces/default/serviceaccounts/default", ctx)[0] == 200)
-        if self.kueue:
-            wait_for("Kueue /readyz", lambda: kueue_mod.ready(kports))
-            try:
-                say("registering Kueue's webhooks and the metrics token")
-                hooks = kueue_mod.install_after_ready(kubectl, module, layout, kports, pki.ca.cert.read_bytes())
-            except kueue_mod.KueueError as exc:
-                raise ClusterError(f"Kueue: {exc} -- log: {self.log_path('kueue')}") from None
-            state.features["kueue"]["webhooks"] = hooks
         for component in self.installed:
             wait_for(f"{component.name} /readyz", partial(component.ready, ports))
             try:
@@ -686,13 +649,6 @@ class LocalCluster:
             self.left_in_place = [f"{self.dir} (a cluster of an older hollowscale, without {clusterdir.MARKER}: "
                                   "its processes were stopped, its files are left; remove the folder yourself)"]
         return stopped
-
-    def _prepare_kueue(self, layout: kueue_mod.KueueLayout, ports: kueue_mod.KueuePorts, api: str) -> None:
-        """Kueue's certificates (webhook and metrics serving, client), kubeconfig and Configuration."""
-        write_credentials(layout, self.dir / "pki", "kueue", kueue_mod.USER, api)
-        layout.mount_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        layout.config.write_text(yaml.safe_dump(kueue_mod.render_config(
-            layout, ports, client_qps=(self.profile.kueue_qps, self.profile.kueue_burst)), sort_keys=False))
 
     # ----------------------------------------------------------------- component settings
     def _gates(self, component: str) -> tuple[str, ...]:

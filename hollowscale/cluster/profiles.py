@@ -38,6 +38,11 @@ class Profile:
     jobset_qps: float = 500.0
     jobset_burst: int = 500
 
+    def limits(self, component: str) -> tuple[float, int]:
+        """The client (QPS, burst) of ``component`` (a key of :data:`CLIENT_FIELDS`)."""
+        f_qps, f_burst = CLIENT_FIELDS[component]
+        return float(getattr(self, f_qps)), int(getattr(self, f_burst))
+
     def client_qps(self) -> dict[str, tuple[float, int]]:
         """Client QPS/burst per component, for reports."""
         return {

@@ -226,3 +226,18 @@ def test_prometheus_scrapes_kueue_with_token_and_ca() -> None:
     }
     sched = next(j for j in scrape_config(targets, 1.0)["scrape_configs"] if j["job_name"] == "scheduler")
     assert "authorization" not in sched and sched["tls_config"] == {"insecure_skip_verify": True}
+
+
+def test_kueue_is_an_installed_component_with_its_profile_limits(tmp_path: Path) -> None:
+    from hollowscale.cluster.profiles import get_profile
+
+    ports = {"kueue-webhook": 9443, "kueue-metrics": 8443, "kueue-health": 8081}
+    both = LocalCluster(tmp_path, kueue=True, jobset=True, kueue_bin=tmp_path / "no-kueue")
+    assert [c.name for c in both.installed] == ["kueue", "jobset"]  # started in this order
+    component = both.installed[0]
+    assert component.features(ports) == kueue.features(PORTS)
+    assert component.metrics(ports) == ("https://127.0.0.1:8443/metrics", tmp_path / "kueue" / "metrics-token")
+    assert get_profile("default").limits("kueue") == (20.0, 30)  # Kueue's own defaults
+    assert get_profile("scale").limits("kueue") == (5000.0, 10000)
+    with pytest.raises(ClusterError, match=r"missing binary .*no-kueue; run `make setup KUEUE=1`"):
+        both.up()
