@@ -20,15 +20,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hollowscale.cluster.installed import INSTALLABLE
 from hollowscale.cluster.supervisor import SUPERVISOR_DIR
 
 #: written first by ``up`` into the folder it makes a cluster folder
 MARKER = ".hollowscale-cluster"
-#: what a cluster puts in its folder: ``up``'s files, the components' data and logs, Kueue's and the real
-#: nodes' folders, the supervisor's bookkeeping (``down`` removes these and nothing else)
+#: what a cluster puts in its folder: ``up``'s files, the components' data and logs, the installed controllers'
+#: folders (Kueue, JobSet: :data:`~hollowscale.cluster.installed.INSTALLABLE`), the real nodes' folder, the
+#: supervisor's bookkeeping (``down`` removes these and nothing else)
 OWN_ENTRIES = frozenset({
     "state.json", "state.tmp", "pki", "logs", "etcd", "kubeconfig", "controller-manager.kubeconfig",
-    "scheduler.kubeconfig", "scheduler-config.yaml", "audit-policy.yaml", "kueue", "real", SUPERVISOR_DIR,
+    "scheduler.kubeconfig", "scheduler-config.yaml", "audit-policy.yaml", "real", SUPERVISOR_DIR, *INSTALLABLE,
 })
 
 

@@ -24,6 +24,10 @@ import yaml
 
 from hollowscale.cluster.kubectl import Kubectl
 
+#: the controllers a local cluster can install, by name: their ``features`` key, supervisor component and folder
+#: in the cluster dir (``hollowscale.cluster.local.LocalCluster.installable`` makes each)
+INSTALLABLE = ("kueue", "jobset")
+
 
 class InstalledComponentError(RuntimeError):
     """The component could not be installed or started; one line saying why."""

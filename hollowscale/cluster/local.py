@@ -52,7 +52,7 @@ from hollowscale.cluster import clusterdir, gang, realnode
 from hollowscale.cluster import kueue as kueue_mod
 from hollowscale.cluster.binaries import Binaries, binaries, jobset_binary, kubelet_binary, kueue_binary
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
-from hollowscale.cluster.installed import InstalledComponent, InstalledComponentError
+from hollowscale.cluster.installed import INSTALLABLE, InstalledComponent, InstalledComponentError
 from hollowscale.cluster.jobset import JobSetComponent, JobSetLayout
 from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.cluster.pki import ClusterPKI, create_pki, write_kubeconfig
@@ -69,9 +69,6 @@ from kubecore.tls import client_ssl_context
 
 DEFAULT_DIR = Path(".hollowscale/cluster")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-#: controllers the cluster can install beside the control plane, by their ``features`` key
-#: (:class:`~hollowscale.cluster.installed.InstalledComponent`; :meth:`LocalCluster.installable` makes each)
-INSTALLABLE = ("kueue", "jobset")
 ProgressFn = Callable[[str], None]
 
 

@@ -73,6 +73,9 @@ def test_a_folder_up_created_goes_whole_with_down(tmp_path: Path) -> None:
     (folder / "logs").mkdir()
     (folder / "logs" / "etcd.log").write_text("log")
     (folder / "state.json").write_text("{}")
+    for installed in ("kueue", "jobset"):  # the installed controllers' folders are the cluster's too
+        (folder / installed / "webhook-certs").mkdir(parents=True)
+        (folder / installed / "webhook-certs" / "tls.key").write_text("key")
     removal = clusterdir.remove_cluster_dir(folder, mounts=set())
     assert removal == clusterdir.Removal(removed_dir=True, left=[])
     assert not folder.exists() and (tmp_path / "new").is_dir()  # a parent up made for it is not ours to judge
