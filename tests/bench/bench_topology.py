@@ -207,7 +207,8 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
         "kueue_admission_attempt_ms": t.get("kueue_admission_attempt_ms"),
         "scheduler": m.get("scheduler"),
         "admission_s": adm,
-        "placement": t.get("placement"), "spread": t.get("spread"),
+        # the placement's figures without its per-gang list (the run's own summary keeps that)
+        "placement": {k: v for k, v in (t.get("placement") or {}).items() if k != "listed"}, "spread": t.get("spread"),
         "fragmentation": t.get("fragmentation"),
         "jobs_per_hour": b.get("jobs_completed_per_hour"),
         "throughput": t.get("throughput"),
@@ -225,8 +226,8 @@ def _commit() -> str:
     """The commit the bench's process loaded (read once, at the start: a commit made while it runs is not the
     code it runs), so that trials added to a merged file by a later invocation say which code they ran."""
     out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":!reports"], capture_output=True, text=True).stdout.strip()  # results are not code
     return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
 
