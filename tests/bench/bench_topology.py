@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -252,7 +253,7 @@ def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) ->
 
 
 #: the jobs-per-hour decomposition's figures (hollowscale/topology/throughput.py) a bench row shows
-THROUGHPUT_KEYS = ("gangs", "completed", "not_completed.spread", "not_completed.waits",
+THROUGHPUT_KEYS = ("window_s", "gangs", "completed", "not_completed.spread", "not_completed.waits",
                    "not_completed.waits_and_spread", "not_completed.too_late", "not_completed.other",
                    "completed_wait_s_avg", "completed_stretch_s_avg")
 
@@ -272,6 +273,31 @@ def _cycle(rows: list[dict[str, Any]], name: str, q: str) -> float | None:
     return round(statistics.median(vals), 4) if vals else None
 
 
+_LIMIT = re.compile(r"^(bound by|no limit reached its threshold; nearest) (\S+?)(?=: | at )")
+_CORES = re.compile(r"used ([0-9.]+) cores")
+
+
+def _limit_key(words: str) -> str:
+    m = _LIMIT.match(words)
+    return f"{'bound by' if m.group(1) == 'bound by' else 'nearest'} {m.group(2)}" if m else words[:60]
+
+
+def binding_summary(words: list[str]) -> str:
+    """The trials' attributions in a few words: each limit named, bound by or nearest, with the range of the cores
+    it names and how many trials said so (``nearest cpu:apiserver 0.54-0.57 cores (3 of 3)``)."""
+    said: dict[str, list[float]] = {}
+    count: dict[str, int] = {}
+    for w in words:
+        key = _limit_key(w)
+        said.setdefault(key, []).extend(float(c) for c in _CORES.findall(w)[:1])
+        count[key] = count.get(key, 0) + 1
+    out = []
+    for key, cores in said.items():
+        span = f" {min(cores):g}-{max(cores):g} cores" if len(set(cores)) > 1 else f" {cores[0]:g} cores" if cores else ""
+        out.append(f"{key}{span} ({count[key]} of {len(words)})")
+    return "; ".join(out)
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over a variant's repeats."""
     return {"n": len(rows), "workloads_admitted_per_s": _median(rows, "workloads_admitted_per_s"),
@@ -286,7 +312,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "gpu_hours_lost_to_spread": _median([{"x": _get(r, "spread", "gpu_hours_lost")} for r in rows], "x"),
             "registration_s": _median(rows, "registration_s"),
             "harness_cpu_cores": _median(rows, "harness_cpu_cores"),
-            "binding": sorted({str(r.get("binding")) for r in rows})}
+            "binding": sorted({str(r.get("binding")) for r in rows}),
+            "binding_summary": binding_summary([str(r.get("binding")) for r in rows])}
 
 
 POINTS: dict[str, tuple[Callable[[argparse.Namespace], dict[str, Any]], list[str]]] = {
@@ -375,15 +402,16 @@ def markdown(doc: dict[str, Any]) -> str:
             out.append(f"| {r['point']} | {name} | {m['n']} | {m['workloads_admitted_per_s']} | "
                        f"{m['kueue_cycle_p50_ms']} / {m['kueue_cycle_p99_ms']} | {m['scheduler_pods_per_s']} | "
                        f"{m['inside_one_rack_pct']} | {m['inside_one_block_pct']} | {m['gpu_hours_lost_to_spread']} | "
-                       f"{m['registration_s']} | {m['harness_cpu_cores']} | {', '.join(m['binding'])} |")
+                       f"{m['registration_s']} | {m['harness_cpu_cores']} | "
+                       f"{m.get('binding_summary') or binding_summary(m['binding'])} |")
         if r.get("labels_add_pct") is not None:
             out.append(f"| {r['point']} | labels add | | | | | | | | {r['labels_add_pct']} % | | |")
     out += ["", "## Jobs per hour, and why the others did not complete", "",
             "Gangs created in the batch window: completed, or put down to the first of spread, waits, both, "
             "created too late for any variant, other (hollowscale/topology/throughput.py; medians of the trials "
             "that have it).", "",
-            "| point | variant | jobs/h | gangs | completed | spread | waits | waits and spread | too late | other "
-            "| completed: wait s avg | stretch s avg |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| point | variant | jobs/h | window s | gangs | completed | spread | waits | waits and spread | too late "
+            "| other | completed: wait s avg | stretch s avg |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc.get("results", []):
         for name, v in r["variants"].items():
             tp = v["medians"].get("throughput") or {}
