@@ -136,6 +136,12 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
              f"{_f(tp.get('completed_wait_s_avg'))} / {_f(tp.get('completed_stretch_s_avg'))} / "
              f"{_f(tp.get('completed_run_s_avg'))}"),
         ]
+        last = tp.get("last_completed")
+        if last:
+            out.append(("the last gang to complete (the settle, so the window, ends soon after): created / wait / run / stretch / "
+                        "completed s",
+                        f"{_f(last.get('created_s'), 1)} / {_f(last.get('wait_s'), 1)} / {_f(last.get('run_s'), 1)} / "
+                        f"{_f(last.get('stretch_s'), 1)} / {_f(last.get('completed_s'), 1)}"))
 
     def rel(key: str, nd: int = 2) -> str:
         path = RELATED.get(key)

@@ -20,6 +20,10 @@ did not complete inside the window is put down to the first of these that explai
 Every gang created in the window is counted once, so the difference in completed jobs between two variants is
 the difference of these counts with the sign turned; ``too_late`` nearly cancels out between variants of one
 load.
+
+When every gang completes (a load the cluster keeps up with), the counts are equal and jobs per hour differ by
+the window alone, whose end is the last completion: ``last_completed`` says what that gang's time was made of
+(created, wait, run, stretch by spread).
 """
 
 from __future__ import annotations
@@ -112,9 +116,19 @@ def throughput_decomposition(runs: Sequence[GangRun], start_ms: float, end_ms: f
     waits = [(g.all_running_ms - g.created_ms) / 1000.0 for g in completed
              if g.all_running_ms is not None and g.created_ms is not None]
     stretch = [g.run_s * ((g.factor or 1.0) - 1.0) for g in completed if g.run_s is not None]
+    last = max(completed, key=lambda g: g.completed_ms or 0.0, default=None)
+    last_completed = None
+    if last is not None and last.created_ms is not None and last.completed_ms is not None:
+        last_completed = {
+            "gang": last.key, "created_s": round((last.created_ms - start_ms) / 1000.0, 1),
+            "completed_s": round((last.completed_ms - start_ms) / 1000.0, 1),
+            "wait_s": round(max((last.all_running_ms or last.created_ms) - last.created_ms, 0.0) / 1000.0, 1),
+            "run_s": last.run_s,
+            "stretch_s": round(last.run_s * ((last.factor or 1.0) - 1.0), 1) if last.run_s is not None else None}
     return {"window_s": round((end_ms - start_ms) / 1000.0, 1), "gangs": len(mine), "completed": len(completed),
             "jobs_per_hour": round(len(completed) / window_h, 3),
             "not_completed": left, "not_completed_per_hour": {r: round(n / window_h, 3) for r, n in left.items()},
             "completed_wait_s_avg": _avg([max(w, 0.0) for w in waits]),
             "completed_stretch_s_avg": _avg(stretch),
-            "completed_run_s_avg": _avg([g.run_s for g in completed if g.run_s is not None])}
+            "completed_run_s_avg": _avg([g.run_s for g in completed if g.run_s is not None]),
+            "last_completed": last_completed}

@@ -255,7 +255,8 @@ def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) ->
 #: the jobs-per-hour decomposition's figures (hollowscale/topology/throughput.py) a bench row shows
 THROUGHPUT_KEYS = ("window_s", "gangs", "completed", "not_completed.spread", "not_completed.waits",
                    "not_completed.waits_and_spread", "not_completed.too_late", "not_completed.other",
-                   "completed_wait_s_avg", "completed_stretch_s_avg")
+                   "completed_wait_s_avg", "completed_stretch_s_avg", "last_completed.wait_s",
+                   "last_completed.stretch_s")
 
 
 def _median(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -411,7 +412,8 @@ def markdown(doc: dict[str, Any]) -> str:
             "created too late for any variant, other (hollowscale/topology/throughput.py; medians of the trials "
             "that have it).", "",
             "| point | variant | jobs/h | window s | gangs | completed | spread | waits | waits and spread | too late "
-            "| other | completed: wait s avg | stretch s avg |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| other | completed: wait s avg | stretch s avg | last gang: wait s | stretch s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc.get("results", []):
         for name, v in r["variants"].items():
             tp = v["medians"].get("throughput") or {}

@@ -231,6 +231,9 @@ def test_jobs_per_hour_and_why_the_others_did_not_complete(figures: tuple[dict[s
     assert t["not_completed_per_hour"]["waits"] == 36.0
     assert t["completed_wait_s_avg"] == 2.0 and t["completed_run_s_avg"] == 40.5
     assert t["completed_stretch_s_avg"] == pytest.approx((35 * 0.13 + 46 * 0.3) / 2, abs=1e-3)
+    # B completed last (76): created 14, all Running 16, its 46 s run stretched by 1.3
+    assert t["last_completed"] == {"gang": "team-a/gb", "created_s": 14.0, "completed_s": 76.0, "wait_s": 2.0,
+                                   "run_s": 46.0, "stretch_s": 13.8}
 
 
 def test_fits_is_best_fit_largest_member_first() -> None:
