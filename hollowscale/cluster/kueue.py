@@ -62,7 +62,7 @@ from hollowscale.cluster.installed import (
     served_by_url,
     write_credentials,
 )
-from hollowscale.cluster.kubectl import Kubectl as SharedKubectl
+from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.versions import KUEUE_VERSION
 
 NAMESPACE = "kueue-system"
@@ -191,23 +191,16 @@ def render_rbac(module: Path) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------- install
-class Kubectl(SharedKubectl):
-    """The cached kubectl against one kubeconfig; failures raise :class:`KueueError` with stderr."""
-
-    def __init__(self, binary: Path, kubeconfig: Path) -> None:
-        super().__init__(binary, kubeconfig, KueueError)
-
-
 def crd_dir(module: Path) -> Path:
     return module / "config" / "components" / "crd" / "bases"
 
 
-def install_before_start(kubectl: SharedKubectl, module: Path, layout: KueueLayout, timeout_s: float = 60.0) -> None:
+def install_before_start(kubectl: Kubectl, module: Path, layout: KueueLayout, timeout_s: float = 60.0) -> None:
     """CRDs (applied, then waited for until Established), namespace, RBAC and the metrics reader."""
     install_crds_and_rbac(kubectl, crd_dir(module), render_rbac(module), layout, timeout_s)
 
 
-def install_after_ready(kubectl: SharedKubectl, module: Path, layout: KueueLayout, ports: KueuePorts,
+def install_after_ready(kubectl: Kubectl, module: Path, layout: KueueLayout, ports: KueuePorts,
                         ca_pem: bytes) -> list[str]:
     """Webhook configurations (by URL) and the metrics reader's token; returns the webhooks' names."""
     hooks = render_webhooks((module / "config" / "components" / "webhook" / "manifests.yaml").read_text(),
@@ -275,7 +268,7 @@ class KueueComponent:
         self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports_of(ports), client_qps=client_qps),
                                                      sort_keys=False))
 
-    def install_before_start(self, kubectl: SharedKubectl, timeout_s: float) -> None:
+    def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
         install_before_start(kubectl, self.module, self.layout, timeout_s)
 
     def argv(self) -> list[str]:
@@ -286,7 +279,7 @@ class KueueComponent:
     def ready(self, ports: Mapping[str, int]) -> bool:
         return ready(ports_of(ports))
 
-    def install_after_ready(self, kubectl: SharedKubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
+    def install_after_ready(self, kubectl: Kubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
         return {"webhooks": install_after_ready(kubectl, self.module, self.layout, ports_of(ports), ca_pem)}
 
     def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
