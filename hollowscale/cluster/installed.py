@@ -4,7 +4,7 @@ A controller such as JobSet is, in a real cluster, a Deployment with its CRDs, R
 certificates.  The local cluster (:mod:`hollowscale.cluster.local`) runs it as one more supervised process on
 127.0.0.1 and gives it those same objects; this interface is the part the cluster's start, its state and its
 metrics need, so that one more controller is one more implementation, not one more set of branches (Kueue:
-:class:`hollowscale.cluster.kueue.KueueComponent`; JobSet: :class:`hollowscale.cluster.jobset.JobSetComponent`).
+:class:`hollowscale.cluster.components.kueue.KueueComponent`; JobSet: :class:`hollowscale.cluster.jobset.JobSetComponent`).
 Below it, what their installs share: the layout of their files, serving certificates and a client kubeconfig,
 role bindings, webhooks by URL, the steps before and after the process starts.
 """

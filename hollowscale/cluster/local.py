@@ -52,6 +52,7 @@ from hollowscale.cluster import clusterdir, gang, realnode
 from hollowscale.cluster import kueue as kueue_mod
 from hollowscale.cluster.binaries import Binaries, binaries, jobset_binary, kubelet_binary, kueue_binary
 from hollowscale.cluster.components import apiserver, controller_manager, etcd, scheduler
+from hollowscale.cluster.components.kueue import KueueComponent
 from hollowscale.cluster.installed import INSTALLABLE, InstalledComponent, InstalledComponentError
 from hollowscale.cluster.jobset import JobSetComponent, JobSetLayout
 from hollowscale.cluster.kubectl import Kubectl
@@ -231,7 +232,7 @@ class LocalCluster:
     def installable(self, name: str) -> InstalledComponent:
         """The component ``name`` of :data:`INSTALLABLE` for this cluster's dir and binaries."""
         if name == "kueue":
-            return kueue_mod.KueueComponent(self.kueue_layout, self.kueue_bin)
+            return KueueComponent(self.kueue_layout, self.kueue_bin)
         if name == "jobset":
             return JobSetComponent(JobSetLayout(self.dir / "jobset"), self.jobset_bin)
         raise ValueError(f"no installable component {name!r}; expected one of: {', '.join(INSTALLABLE)}")

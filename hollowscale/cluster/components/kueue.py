@@ -1,12 +1,34 @@
 """Kueue's command line, run in a private mount namespace whose ``/etc`` holds its metrics certificate
-(why: :mod:`hollowscale.cluster.kueue`)."""
+(why: :mod:`hollowscale.cluster.kueue`), and Kueue as the local cluster's installed component (:class:`KueueComponent`:
+its install's documents and steps from :mod:`hollowscale.cluster.kueue`, this command line)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from hollowscale.cluster.kueue import FEATURE_GATES, KueueError, KueueLayout
+import yaml
+
+from hollowscale.cluster.installed import write_credentials
+from hollowscale.cluster.kubectl import Kubectl
+from hollowscale.cluster.kueue import (
+    FEATURE_GATES,
+    PORT_NAMES,
+    USER,
+    KueueError,
+    KueueLayout,
+    check_can_run,
+    features,
+    install_after_ready,
+    install_before_start,
+    module_dir,
+    ports_of,
+    ready,
+    render_config,
+)
 
 
 def argv(binary: Path, layout: KueueLayout) -> list[str]:
@@ -45,3 +67,53 @@ def namespaced_argv(argv: list[str], layout: KueueLayout) -> list[str]:
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
     return [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _NAMESPACE_SCRIPT,
             "kueue-mount-namespace", str(layout.mount_dir), str(layout.metrics_certs), *argv]
+
+
+class KueueComponent:
+    """Kueue (:data:`KUEUE_VERSION`) as an :class:`~hollowscale.cluster.installed.InstalledComponent`: run in its
+    private mount namespace (:mod:`hollowscale.cluster.components.kueue`), which needs root."""
+
+    name: str = "kueue"
+    port_names: tuple[str, ...] = PORT_NAMES
+
+    def __init__(self, layout: KueueLayout, binary: Path) -> None:
+        self.layout = layout
+        self.binary = binary
+        self._module: Path | None = None
+
+    @property
+    def module(self) -> Path:
+        if self._module is None:
+            self._module = module_dir()
+        return self._module
+
+    def check(self) -> None:
+        if not os.access(self.binary, os.X_OK):
+            raise KueueError(f"missing binary {self.binary}; run `make setup KUEUE=1` (or `hollowscale setup --kueue`) "
+                             "to build Kueue")
+        check_can_run()
+
+    def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
+        """Its certificates (webhook and metrics serving, client), kubeconfig, mount point and Configuration."""
+        write_credentials(self.layout, pki_dir, self.name, USER, api)
+        self.layout.mount_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports_of(ports), client_qps=client_qps),
+                                                     sort_keys=False))
+
+    def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
+        install_before_start(kubectl, self.module, self.layout, timeout_s)
+
+    def argv(self) -> list[str]:
+        return namespaced_argv(argv(self.binary, self.layout), self.layout)
+
+    def ready(self, ports: Mapping[str, int]) -> bool:
+        return ready(ports_of(ports))
+
+    def install_after_ready(self, kubectl: Kubectl, ports: Mapping[str, int], ca_pem: bytes) -> dict[str, Any]:
+        return {"webhooks": install_after_ready(kubectl, self.module, self.layout, ports_of(ports), ca_pem)}
+
+    def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
+        return features(ports_of(ports))
+
+    def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
+        return f"https://127.0.0.1:{ports['kueue-metrics']}/metrics", self.layout.token
