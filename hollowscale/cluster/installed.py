@@ -170,11 +170,35 @@ def install_crds_and_rbac(kubectl: Kubectl, crds: Path, rbac: list[dict[str, Any
     """The CRDs (a file or folder of them) applied and waited for until Established, then the RBAC (kept in
     ``manifests/rbac.yaml``)."""
     kubectl.apply(crds)
-    kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s:.0f}s", "-f", str(crds),
-            timeout_s=timeout_s + 10)
+    wait_established(kubectl, crds, timeout_s)
     layout.manifests.mkdir(parents=True, exist_ok=True)
     (layout.manifests / "rbac.yaml").write_text(yaml.safe_dump_all(rbac, sort_keys=False))
     kubectl.apply(rbac)
+
+
+def established(crd: Mapping[str, Any]) -> bool:
+    """Whether a CRD object's ``Established`` condition is True (a CRD just created has no conditions yet)."""
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or ())
+
+
+def wait_established(kubectl: Kubectl, crds: Path, timeout_s: float, poll_s: float = 0.2) -> None:
+    """Wait until every CRD of ``crds`` is Established, reading them back.  Not ``kubectl wait
+    --for=condition=Established``: on a CRD whose ``status.conditions`` is still null it fails at once
+    (".status.conditions accessor error: <nil>"), which a CI run met once for JobSet's."""
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        doc = json.loads(kubectl("get", "-f", str(crds), "-o", "json"))
+        items = doc.get("items") if doc.get("kind") == "List" else [doc]
+        pending = [str((i.get("metadata") or {}).get("name")) for i in items or () if not established(i)]
+        if items and not pending:
+            return
+        if time.monotonic() > deadline:
+            raise kubectl.error(f"CRDs not Established after {timeout_s:.0f}s: {', '.join(pending) or 'none listed'}")
+        time.sleep(poll_s)
 
 
 def register_webhooks_and_token(kubectl: Kubectl, hooks: list[dict[str, Any]], layout: ControllerLayout,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -130,3 +131,31 @@ def test_the_cluster_records_and_scrapes_jobset_only_when_it_runs(tmp_path: Path
                                    tokens=info.metrics_tokens)
     job = next(j for j in scrape_config(targets, 1.0)["scrape_configs"] if j["job_name"] == "jobset")
     assert job["authorization"] == {"type": "Bearer", "credentials_file": str(tmp_path / "jobset" / "metrics-token")}
+
+
+def test_crds_are_waited_for_until_established_also_while_their_conditions_are_null(tmp_path: Path) -> None:
+    """``kubectl wait --for=condition=Established`` fails at once on a CRD whose conditions are still null (a CI
+    run met it); the wait reads the CRDs back until each is Established, or names those that are not."""
+    from hollowscale.cluster.installed import InstalledComponentError, wait_established
+
+    def crd(name: str, conditions: Any) -> dict[str, Any]:
+        return {"kind": "CustomResourceDefinition", "metadata": {"name": name}, "status": {"conditions": conditions}}
+
+    class Replies:
+        error = InstalledComponentError
+
+        def __init__(self, docs: list[dict[str, Any]]) -> None:
+            self.docs, self.calls = docs, 0
+
+        def __call__(self, *args: str, **_: Any) -> str:
+            assert args[:3] == ("get", "-f", str(tmp_path)) and args[3:] == ("-o", "json")
+            self.calls += 1
+            return json.dumps(self.docs[min(self.calls, len(self.docs)) - 1])
+
+    ok = [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "True"}]
+    replies = Replies([crd("a", None), {"kind": "List", "items": [crd("a", [])]}, crd("a", ok)])
+    wait_established(replies, tmp_path, timeout_s=5, poll_s=0)  # type: ignore[arg-type]
+    assert replies.calls == 3
+    never = Replies([{"kind": "List", "items": [crd("a", ok), crd("b", None)]}])
+    with pytest.raises(InstalledComponentError, match="CRDs not Established after 0s: b"):
+        wait_established(never, tmp_path, timeout_s=0, poll_s=0)  # type: ignore[arg-type]
