@@ -168,6 +168,24 @@ def preempt_doc(args: argparse.Namespace) -> dict[str, Any]:
     return doc
 
 
+def preempt_many_doc(args: argparse.Namespace) -> dict[str, Any]:
+    """kueue#13148's regime: 2,048 dgx nodes, the quota half of them held by low-priority one-node workloads (10 min,
+    so they hold it for the whole window), under high-priority 128-pod gangs that need one block (256 nodes, 30-60 s):
+    every high gang admitted must preempt up to 128 low workloads, so each of Kueue's preemption simulations weighs
+    hundreds of candidates, the TAS evaluation the issue found hot (its fixes came in v0.17.8, after our v0.17.0)."""
+    doc = dgx_doc(2048, args, "preempt-many-2048")
+    res = {"cpu": "96", "memory": "768Gi", "nvidia.com/gpu": "8"}
+    doc["workloads"] = [_gang("low", 1, 20, res, "10m", priority="low"),
+                        _gang("high", 128, 1, res, {"dist": "uniform", "min": "30s", "max": "60s"},
+                              level="block", priority="high", slice_size=None)]
+    doc["priority_classes"] = [{"name": "low", "value": 10}, {"name": "high", "value": 1000}]
+    half = 2048 // 2
+    doc["tenants"] = [{"name": "ml", "quotas": {"dgx": {"cpu": str(half * 128), "memory": f"{half}Ti",
+                                                        "nvidia.com/gpu": half * 8}}}]
+    doc["arrival"]["rate"] = args.preempt_many_rate
+    return doc
+
+
 def intree_doc(args: argparse.Namespace) -> dict[str, Any]:
     """5,000 8-GPU nodes in 50 racks of 100 (rack -> host levels), whole-node gangs of 8 and 16 in one rack."""
     pool = {"name": "r50", "count": 5000,
@@ -220,6 +238,10 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
         "harness_cpu_cores": round(sum((v or {}).get("cpu_cores_avg") or 0 for v in harness.values())
                                    + (collector_busy / duration if duration else 0), 3),
         "binding": _get(m, "attribution", "words"),
+        # Kueue's own counters: how many workloads its preemptions evicted, and the cycles that found no room
+        # (a preempting workload's attempts end inadmissible until its victims are gone)
+        "kueue_evicted_workloads": _get(m, "batch_prometheus", "kueue", "evicted_workloads", "total"),
+        "kueue_cycle_inadmissible_ms": _get(t, "kueue_admission_attempt_ms", "by_result", "inadmissible"),
     }
 
 
@@ -305,6 +327,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "scheduler_pods_per_s": _median([{"x": _get(r, "scheduler_pods_per_s", "avg")} for r in rows], "x"),
             "kueue_cycle_p50_ms": _cycle(rows, "kueue_admission_attempt_ms", "p50"),
             "kueue_cycle_p99_ms": _cycle(rows, "kueue_admission_attempt_ms", "p99"),
+            "kueue_cycle_inadmissible_p99_ms": _cycle(rows, "kueue_cycle_inadmissible_ms", "p99"),
+            "kueue_evicted_workloads": _median(rows, "kueue_evicted_workloads"),
             "inside_one_rack_pct": _pct(rows, "rack"), "inside_one_block_pct": _pct(rows, "block"),
             "scheduler_cycle_p99_ms": _cycle([{"x": _get(r, "scheduler", "attempt_duration_ms")} for r in rows], "x", "p99"),
             "jobs_per_hour": _median(rows, "jobs_per_hour"),
@@ -322,6 +346,7 @@ POINTS: dict[str, tuple[Callable[[argparse.Namespace], dict[str, Any]], list[str
     "scale-2560": (lambda a: dgx_doc(2560, a, "scale-2560"), list(ALL_VARIANTS)),
     "scale-5120": (lambda a: dgx_doc(5120, a, "scale-5120"), list(ALL_VARIANTS)),
     "preempt-2048": (preempt_doc, ["kueue-tas-required"]),
+    "preempt-many-2048": (preempt_many_doc, ["kueue-tas-required"]),
     "intree-5000": (intree_doc, ["intree-tas", "default"]),
 }
 
@@ -407,6 +432,18 @@ def markdown(doc: dict[str, Any]) -> str:
                        f"{m.get('binding_summary') or binding_summary(m['binding'])} |")
         if r.get("labels_add_pct") is not None:
             out.append(f"| {r['point']} | labels add | | | | | | | | {r['labels_add_pct']} % | | |")
+    out += ["", "## Preemption (the points with priorities)", "",
+            "Kueue's own counters: workloads its preemptions evicted, and its admission attempts that ended "
+            "inadmissible (a preempting workload's attempts do until its victims are gone): p99 from the "
+            "histogram's buckets, so bounded by them.", "",
+            "| point | variant | workloads evicted | inadmissible attempt p99 ms | all attempts p99 ms |", "|---|---|---|---|---|"]
+    for r in doc.get("results", []):
+        if not str(r.get("point", "")).startswith("preempt"):
+            continue
+        for name, v in r["variants"].items():
+            m = v["medians"]
+            out.append(f"| {r['point']} | {name} | {m.get('kueue_evicted_workloads')} | "
+                       f"{m.get('kueue_cycle_inadmissible_p99_ms')} | {m['kueue_cycle_p99_ms']} |")
     out += ["", "## Jobs per hour, and why the others did not complete", "",
             "Gangs created in the batch window: completed, or put down to the first of spread, waits, both, "
             "created too late for any variant, other (hollowscale/topology/throughput.py; medians of the trials "
@@ -453,6 +490,8 @@ def main() -> int:
     ap.add_argument("--kueue-perf-load-s", type=float, default=60.0, help="load seconds at the kueue-perf point")
     ap.add_argument("--scale-rate", type=float, default=0.5, help="gangs/s offered at the scale points")
     ap.add_argument("--preempt-rate", type=float, default=2.0, help="gangs/s offered at the preemption point")
+    ap.add_argument("--preempt-many-rate", type=float, default=6.0, help="workloads/s offered at the "
+                    "preempt-many point (20 low one-node workloads to each high 128-pod gang)")
     ap.add_argument("--intree-rate", type=float, default=6.0, help="gangs/s offered at the in-tree point (~72 pods/s)")
     ap.add_argument("--intree-load-s", type=float, default=60.0, help="load seconds at the in-tree point")
     ap.add_argument("--registration-nodes", type=int, default=5000, help="nodes of the registration point")
