@@ -5,8 +5,10 @@ certificates.  The local cluster (:mod:`hollowscale.cluster.local`) runs it as o
 127.0.0.1 and gives it those same objects; this interface is the part the cluster's start, its state and its
 metrics need, so that one more controller is one more implementation, not one more set of branches (Kueue:
 :class:`hollowscale.cluster.components.kueue.KueueComponent`; JobSet: :class:`hollowscale.cluster.jobset.JobSetComponent`).
-Below it, what their installs share: the layout of their files, serving certificates and a client kubeconfig,
-role bindings, webhooks by URL, the steps before and after the process starts.
+Below it, :class:`BuiltComponent`, the part of such a component that is the same for each (its layout and
+binary, its Go module, the check that the binary is built), and what their installs share: the layout of their
+files, serving certificates and a client kubeconfig, role bindings, webhooks by URL, the steps before and after
+the process starts.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import yaml
 
@@ -67,6 +69,49 @@ class InstalledComponent(Protocol):
 
     def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
         """Its metrics URL and the bearer-token file Prometheus reads (None: no metrics)."""
+
+
+#: the layout a :class:`BuiltComponent` keeps (its own :class:`ControllerLayout`)
+LayoutT = TypeVar("LayoutT", bound="ControllerLayout")
+
+
+class BuiltComponent(Generic[LayoutT]):
+    """What an :class:`InstalledComponent` built from a Go module shares with the others (Kueue, JobSet): its
+    layout and binary, its module in the Go module cache (looked up once, when first needed: only the install
+    steps read it) and the check that the binary is built.
+
+    Why a base class: each component repeated these lines, each with its own error and build hint; a subclass
+    names those (:attr:`error`, :attr:`build_hint`), says how its module is found (:meth:`find_module`) and
+    implements the rest of :class:`InstalledComponent`.
+    """
+
+    name: str
+    port_names: tuple[str, ...]
+    #: raised by :meth:`check` (the component's own :class:`InstalledComponentError`)
+    error: type[InstalledComponentError] = InstalledComponentError
+    #: how to build the binary, the end of :meth:`check`'s message ("`make ...` to build ...")
+    build_hint: str = ""
+
+    def __init__(self, layout: LayoutT, binary: Path) -> None:
+        self.layout = layout
+        self.binary = binary
+        self._module: Path | None = None
+
+    def find_module(self) -> Path:
+        """The component's module directory in the Go module cache, at its pinned version."""
+        raise NotImplementedError
+
+    @property
+    def module(self) -> Path:
+        """:meth:`find_module`, looked up once."""
+        if self._module is None:
+            self._module = self.find_module()
+        return self._module
+
+    def check(self) -> None:
+        """Raise :attr:`error` when the binary is missing or not executable."""
+        if not os.access(self.binary, os.X_OK):
+            raise self.error(f"missing binary {self.binary}; run {self.build_hint}")
 
 
 # ------------------------------------------------------------------------------------ what such controllers share

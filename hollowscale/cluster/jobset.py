@@ -25,7 +25,6 @@ management off, the client's QPS and burst from the cluster's profile.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import yaml
 
 from hollowscale.cluster.installed import (
+    BuiltComponent,
     ControllerLayout,
     InstalledComponentError,
     controller_rbac,
@@ -125,27 +125,16 @@ def crd_file(module: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------- the component
-class JobSetComponent:
+class JobSetComponent(BuiltComponent[JobSetLayout]):
     """JobSet (:data:`JOBSET_VERSION`) as an :class:`~hollowscale.cluster.installed.InstalledComponent`."""
 
     name: str = NAME
     port_names: tuple[str, ...] = PORT_NAMES
+    error = JobSetError
+    build_hint = "`hollowscale setup --jobset` (or `make setup-test`) to build JobSet"
 
-    def __init__(self, layout: JobSetLayout, binary: Path) -> None:
-        self.layout = layout
-        self.binary = binary
-        self._module: Path | None = None
-
-    @property
-    def module(self) -> Path:
-        if self._module is None:
-            self._module = module_dir()
-        return self._module
-
-    def check(self) -> None:
-        if not os.access(self.binary, os.X_OK):
-            raise JobSetError(f"missing binary {self.binary}; run `hollowscale setup --jobset` (or `make setup-test`) "
-                              "to build JobSet")
+    def find_module(self) -> Path:
+        return module_dir()
 
     def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
         write_credentials(self.layout, pki_dir, NAME, USER, api)

@@ -212,9 +212,7 @@ class LocalCluster:
         self.apiserver_port = apiserver_port
         self.bins = bins or binaries()
         self.gang_scheduling = gang_scheduling
-        self.kueue = kueue
         self.kueue_bin = kueue_bin or kueue_binary()
-        self.jobset = jobset
         self.jobset_bin = jobset_bin or jobset_binary()
         #: controllers installed beside the control plane (:class:`~hollowscale.cluster.installed.InstalledComponent`)
         self.installed: list[InstalledComponent] = [self.installable(name) for name in INSTALLABLE
@@ -236,6 +234,16 @@ class LocalCluster:
         if name == "jobset":
             return JobSetComponent(JobSetLayout(self.dir / "jobset"), self.jobset_bin)
         raise ValueError(f"no installable component {name!r}; expected one of: {', '.join(INSTALLABLE)}")
+
+    @property
+    def kueue(self) -> bool:
+        """Whether it runs Kueue (one of :attr:`installed`)."""
+        return any(c.name == "kueue" for c in self.installed)
+
+    @property
+    def jobset(self) -> bool:
+        """Whether it runs JobSet (one of :attr:`installed`)."""
+        return any(c.name == "jobset" for c in self.installed)
 
     @property
     def kueue_layout(self) -> kueue_mod.KueueLayout:

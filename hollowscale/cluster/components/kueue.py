@@ -4,7 +4,6 @@ its install's documents and steps from :mod:`hollowscale.cluster.kueue`, this co
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from hollowscale.cluster.installed import write_credentials
+from hollowscale.cluster.installed import BuiltComponent, write_credentials
 from hollowscale.cluster.kubectl import Kubectl
 from hollowscale.cluster.kueue import (
     FEATURE_GATES,
@@ -69,28 +68,21 @@ def namespaced_argv(argv: list[str], layout: KueueLayout) -> list[str]:
             "kueue-mount-namespace", str(layout.mount_dir), str(layout.metrics_certs), *argv]
 
 
-class KueueComponent:
+class KueueComponent(BuiltComponent[KueueLayout]):
     """Kueue (:data:`KUEUE_VERSION`) as an :class:`~hollowscale.cluster.installed.InstalledComponent`: run in its
     private mount namespace (:mod:`hollowscale.cluster.components.kueue`), which needs root."""
 
     name: str = "kueue"
     port_names: tuple[str, ...] = PORT_NAMES
+    error = KueueError
+    build_hint = "`make setup KUEUE=1` (or `hollowscale setup --kueue`) to build Kueue"
 
-    def __init__(self, layout: KueueLayout, binary: Path) -> None:
-        self.layout = layout
-        self.binary = binary
-        self._module: Path | None = None
-
-    @property
-    def module(self) -> Path:
-        if self._module is None:
-            self._module = module_dir()
-        return self._module
+    def find_module(self) -> Path:
+        return module_dir()
 
     def check(self) -> None:
-        if not os.access(self.binary, os.X_OK):
-            raise KueueError(f"missing binary {self.binary}; run `make setup KUEUE=1` (or `hollowscale setup --kueue`) "
-                             "to build Kueue")
+        """The binary (:class:`~hollowscale.cluster.installed.BuiltComponent`), then root and ``unshare``."""
+        super().check()
         check_can_run()
 
     def prepare(self, pki_dir: Path, api: str, ports: Mapping[str, int], client_qps: tuple[float, int]) -> None:
