@@ -39,6 +39,8 @@ from hollow.watching import Watcher
 from kubecore.config import KubeEndpoint
 
 log = logging.getLogger("hollow.agent")
+#: a lost node that is never repaired stays lost this long (ten years: a finite deadline for the timers)
+NEVER_S = 10 * 365 * 86400.0
 
 
 class Agent:
@@ -71,6 +73,7 @@ class Agent:
         self.monitor = SelfMonitor(settings.monitor, self.metrics, self.leases.take_recent_lags, self._backlog)
         self.port: int | None = None
         self.stopping = asyncio.Event()
+        self._fault_tasks: set[asyncio.Future[Any]] = set()
 
     # --- controls (server) ---------------------------------------------------------------------
     def health(self) -> tuple[bool, dict[str, Any]]:
@@ -100,6 +103,53 @@ class Agent:
         if recovered:
             log.warning("fault over: %d nodes heartbeat again", len(recovered))
 
+    def node_lost(self, nodes: list[str], delete_after_s: float, repair_after_s: float | None) -> dict[str, Any]:
+        """Lose the named nodes this agent owns (:mod:`hollow.faults`): heartbeats stop now, the Nodes are
+        deleted ``delete_after_s`` later, and registered again ``repair_after_s`` after the loss (never when
+        None)."""
+        now = self.clock.monotonic()
+        ours = sorted(n for n in set(nodes) if n in self.nodes.nodes and self.nodes.nodes[n].uid
+                      and not self.faults.is_lost(n))
+        repair_at = now + (repair_after_s if repair_after_s is not None else NEVER_S)
+        for name in ours:
+            self.faults.lost[name] = repair_at
+        self.faults.stop_heartbeats(ours, repair_at)
+        self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))
+        loop = asyncio.get_running_loop()
+        if ours and (repair_after_s is None or delete_after_s < repair_after_s):
+            loop.call_later(delete_after_s, lambda: self._spawn(self._delete_lost(ours)))
+        if ours and repair_after_s is not None:
+            loop.call_later(repair_after_s + 0.01, lambda: self._repair(ours))
+        if ours:
+            log.warning("fault: %d nodes lost; deleted in %.0fs, repaired %s", len(ours), delete_after_s,
+                        f"in {repair_after_s:.0f}s" if repair_after_s is not None else "never")
+        wall = self.clock.wall()
+        return {"nodes": ours, "count": len(ours), "delete_at": wall + delete_after_s,
+                "repair_at": wall + repair_after_s if repair_after_s is not None else None}
+
+    async def _delete_lost(self, names: list[str]) -> None:
+        deleted = [n for n in names if self.faults.is_lost(n) and await self.nodes.delete_lost(n)]
+        log.warning("fault: %d lost nodes deleted", len(deleted))
+
+    def _repair(self, names: list[str]) -> None:
+        """The lost nodes come back: registered again if they were deleted, Ready and heartbeating."""
+        for name in names:
+            self.faults.lost.pop(name, None)
+            self.faults.heartbeat_stopped.pop(name, None)
+            if self.nodes.nodes[name].uid:  # repaired before it was deleted: as a heartbeat loss ending
+                self.nodes.refresh_now(name, transition=True)
+                self.leases.renew_now(name)
+                self.pods.replan_node(name)
+            else:
+                self.nodes.reregister(name)
+        self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))
+        log.warning("fault over: %d lost nodes repaired", len(names))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._fault_tasks.add(task)
+        task.add_done_callback(self._fault_tasks.discard)
+
     def pod_failures(self, fraction: float, exit_code: int, duration_s: float, seed: int) -> dict[str, Any]:
         """Crash ``fraction`` of running pods now, and fail that share of finishing pods for ``duration_s``."""
         failed = self.pods.fail_running(fraction, exit_code, seed)
@@ -108,6 +158,13 @@ class Agent:
         log.warning("fault: %d running pods crash with exit %d; window %.0fs", len(failed), exit_code, duration_s)
         return {"failed_now": failed, "count": len(failed), "exit_code": exit_code,
                 "window_until": self.clock.wall() + duration_s}
+
+    def pods_fail(self, pods: list[str], exit_code: int) -> dict[str, Any]:
+        """Crash the named running pods (``namespace/name``) that run on this agent's nodes, now."""
+        failed = self.pods.fail_named(set(pods), exit_code)
+        if failed:
+            log.warning("fault: %d named pods crash with exit %d", len(failed), exit_code)
+        return {"failed_now": failed, "count": len(failed), "exit_code": exit_code}
 
     # --- running -------------------------------------------------------------------------------
     def _backlog(self) -> int:

@@ -6,6 +6,13 @@ Heartbeat loss
     partitioned kubelet.  The real controller-manager then marks them NotReady/Unknown after its grace
     period, taints them and evicts.  When the window ends, the nodes post Ready status and renew at once.
 
+Node lost
+    The named nodes of this agent stop renewing their Leases and posting status (their pods freeze), as a
+    machine that died; ``delete_after_s`` later the agent deletes their Node objects (a cloud provider's
+    node lifecycle does; the pod garbage collector then deletes their pods), and does not register them
+    again while they are lost.  ``repair_after_s`` after the loss (if given) they register again, Ready, as
+    a repaired or replaced machine.
+
 Pod failures (chosen semantics)
     ``fraction`` of the pods *running now* on this agent's nodes (chosen by ``seed``) crash at once with
     ``exit_code``; and for ``duration_s`` every pod that reaches the end of its run fails with
@@ -47,6 +54,12 @@ class FaultState:
 
     heartbeat_stopped: dict[str, float] = field(default_factory=dict)
     pod_window: PodFailureWindow | None = None
+    #: lost nodes (monotonic time of their repair, ``inf``: never): not registered again while lost
+    lost: dict[str, float] = field(default_factory=dict)
+
+    def is_lost(self, node: str) -> bool:
+        """True while ``node`` is lost (deleted, and not to be registered again yet)."""
+        return node in self.lost
 
     def stopped(self, node: str, now: float) -> bool:
         """True while ``node``'s heartbeats are stopped."""

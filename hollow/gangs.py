@@ -29,25 +29,45 @@ It is a pure function of those pods and the pools document, so agents sharing a 
 (unless two members started in the same whole second and one agent saw the barrier crossed before the
 other member existed: then that agent counts one member fewer).
 
-Once crossed, a gang's barrier stays fixed for the life of the process (members that finish or are
-deleted afterwards do not move it).  Times are the pod's whole-second timestamps, the same on every
-agent.  Limitation: a new process recomputes the barrier from the members that still exist; if
-members were deleted after the barrier while others still run, those others wait again for enough
-running members.
+Attempts and checkpoints (a training job through failures).  A crossed barrier starts an *attempt*; it
+lasts while at least N members run.  It ends in one of two ways, read from the member whose end made the
+count drop below N:
+
+* it Succeeded: the gang *completed*; its barrier stays fixed for the life of the process (members that
+  finish or are deleted afterwards do not move it);
+* it failed, or it was deleted (a pod being deleted stops counting at its ``deletionTimestamp``: a node
+  drained or lost, a JobSet recreating its Jobs, Kueue evicting): the attempt *broke*.  The work done in
+  it is its length divided by the spread factor; of that, the job keeps what its last checkpoint saved
+  (annotation :data:`ANN_CHECKPOINT`, seconds of work between checkpoints: ``floor(work / C) * C``;
+  nothing without the annotation, as a job that never checkpoints restarts from the start).  The barrier
+  is cleared (running members wait again, holding their GPUs) and the next one is the first moment after
+  the break at which N members run again: the replacements (per-index), or a whole new set of pods
+  (JobSet's Recreate; the gang's record, with its saved work, outlives its members for that).
+
+Every member's run then lasts the remaining work, ``(run duration - saved) * factor``, from the current
+attempt's barrier (:func:`hollow.stages.plan`'s ``work_done``).  In-place container restarts
+(restartPolicy OnFailure) keep the pod Running and do not break an attempt.
+
+Times are the pod's whole-second timestamps, the same on every agent.  Limitation: a new process
+recomputes the barrier from the members that still exist, and knows nothing of attempts before it
+started; if members were deleted after the barrier while others still run, those others wait again for
+enough running members.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hollow.stages import ANN_GANG_MIN, LABEL_GANG, TERMINAL, parse_gang_min, parse_timestamp
+from hollow.stages import ANN_CHECKPOINT, ANN_GANG_MIN, LABEL_GANG, TERMINAL, parse_gang_min, parse_timestamp
 from hollow.topology import NodeTopology, Spread
 
-__all__ = ["ANN_GANG_MIN", "LABEL_GANG", "Gang", "GangKey", "GangRegistry", "Interval", "barrier_time",
-           "counted_at", "member_interval", "parse_gang_min"]
+__all__ = ["ANN_CHECKPOINT", "ANN_GANG_MIN", "LABEL_GANG", "Gang", "GangKey", "GangRegistry", "Interval",
+           "barrier_time", "counted_at", "first_drop", "member_interval", "parse_checkpoint", "parse_gang_min",
+           "saved_work"]
 
 log = logging.getLogger("hollow.gangs")
 
@@ -81,8 +101,50 @@ def barrier_time(members: Iterable[Interval], n: int) -> float | None:
     return None
 
 
+def first_drop(members: dict[str, Interval | None], n: int, since: float) -> tuple[float, list[str]] | None:
+    """The first moment after ``since`` at which fewer than ``n`` members run, with the members whose end
+    made it so; None while at least ``n`` still run (an attempt that has not ended yet).
+
+    A member counts over ``[max(start, since), end)``; ends at equal times are taken together.
+    """
+    ends: dict[float, list[str]] = {}
+    steps: list[tuple[float, int]] = []
+    for uid, iv in members.items():
+        if iv is None or (iv[1] is not None and iv[1] <= since):
+            continue
+        steps.append((max(iv[0], since), 1))
+        if iv[1] is not None:
+            steps.append((iv[1], -1))
+            ends.setdefault(iv[1], []).append(uid)
+    steps.sort()  # (t, -1) before (t, +1)
+    running = 0
+    for t, step in steps:
+        running += step
+        if step < 0 and running < n:
+            return t, sorted(ends[t])
+    return None
+
+
+def saved_work(work_s: float, checkpoint_s: float | None) -> float:
+    """What an attempt that did ``work_s`` seconds of work leaves saved: its last checkpoint, every
+    ``checkpoint_s`` seconds of work (nothing without checkpoints)."""
+    if not checkpoint_s or checkpoint_s <= 0 or work_s <= 0:
+        return 0.0
+    return float(int(work_s // checkpoint_s)) * checkpoint_s
+
+
+def parse_checkpoint(raw: str | None) -> float | None:
+    """The annotation :data:`ANN_CHECKPOINT`: seconds of work between checkpoints (> 0), or None."""
+    try:
+        value = float(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and value > 0 and value != float("inf") else None
+
+
 def member_interval(obj: dict[str, Any]) -> Interval | None:
-    """The run interval of a member pod object, or None when it has not run (yet)."""
+    """The run interval of a member pod object, or None when it has not run (yet).  A Running pod being
+    deleted stops counting at its ``deletionTimestamp`` (its containers are being stopped)."""
     status = obj.get("status") or {}
     phase = status.get("phase")
     if phase != "Running" and phase not in TERMINAL:
@@ -95,7 +157,8 @@ def member_interval(obj: dict[str, Any]) -> Interval | None:
     if start is None:
         return None
     if phase == "Running":
-        return start, None
+        deleting = parse_timestamp((obj.get("metadata") or {}).get("deletionTimestamp"))
+        return start, (max(deleting, start) if deleting is not None else None)
     end = parse_timestamp((state.get("terminated") or {}).get("finishedAt"))
     return start, end if end is not None else start  # terminal without a finish time: never counted
 
@@ -112,6 +175,11 @@ class Gang:
         nodes: uid -> the node each member is bound to.
         spread: the spread fixed at the barrier (:mod:`hollow.topology`), or None (no topology levels,
             or not crossed yet).
+        succeeded: the members that ended Succeeded (an attempt they end completed; any other end broke it).
+        checkpoint_s: seconds of work between checkpoints (:data:`ANN_CHECKPOINT`), or None.
+        saved_s: work saved at checkpoints by the broken attempts (seconds, unstretched).
+        attempts: barriers crossed; broken_at: when the last attempt broke (the next barrier counts from
+            there); completed: an attempt ended in success (the barrier then stays).
     """
 
     members: dict[str, Interval | None] = field(default_factory=dict)
@@ -119,6 +187,12 @@ class Gang:
     barrier: float | None = None
     nodes: dict[str, str] = field(default_factory=dict)
     spread: Spread | None = None
+    succeeded: set[str] = field(default_factory=set)
+    checkpoint_s: float | None = None
+    saved_s: float = 0.0
+    attempts: int = 0
+    broken_at: float | None = None
+    completed: bool = False
 
 
 def counted_at(members: dict[str, Interval | None], barrier: float) -> list[str]:
@@ -131,16 +205,23 @@ class GangRegistry:
     """Gang members on all nodes, fed with the pod watch's events for pods with :data:`LABEL_GANG`.
 
     ``on_crossed(key, barrier, uids)`` is called (synchronously, from the event) when a gang crosses
-    its barrier; the controller then plans the members it runs again.  ``topology`` (all the pools)
-    gives each crossed gang its :class:`hollow.topology.Spread`; None: no spread.
+    its barrier, and with ``barrier`` None when an attempt breaks; the controller then plans the members
+    it runs again.  ``topology`` (all the pools) gives each crossed gang its :class:`hollow.topology.Spread`;
+    None: no spread.  ``wall``: the time a member deleted without a ``deletionTimestamp`` ended.
     """
 
-    def __init__(self, on_crossed: Callable[[GangKey, float, list[str]], None] | None = None,
-                 topology: NodeTopology | None = None) -> None:
+    def __init__(self, on_crossed: Callable[[GangKey, float | None, list[str]], None] | None = None,
+                 topology: NodeTopology | None = None, wall: Callable[[], float] = time.time) -> None:
         self.on_crossed = on_crossed
         self.topology = topology
+        self.wall = wall
         self.gangs: dict[GangKey, Gang] = {}
         self._key_of: dict[str, GangKey] = {}
+
+    def work_done(self, namespace: str, gang: str) -> float:
+        """The work (seconds, unstretched) the gang's checkpoints saved before its current attempt."""
+        g = self.gangs.get((namespace, gang))
+        return g.saved_s if g is not None else 0.0
 
     def barrier(self, namespace: str, gang: str) -> float | None:
         """The gang's barrier time (wall seconds), or None while it is not crossed."""
@@ -159,7 +240,7 @@ class GangRegistry:
         name = (meta.get("labels") or {}).get(LABEL_GANG)
         need = parse_gang_min((meta.get("annotations") or {}).get(ANN_GANG_MIN))
         if kind == "DELETED" or not name or need is None:
-            self.forget(uid)
+            self.forget(uid, obj if kind == "DELETED" else None)
             return
         key = (meta.get("namespace", ""), name)
         old = self._key_of.get(uid)
@@ -174,35 +255,78 @@ class GangRegistry:
                             key[0], key[1], ANN_GANG_MIN, need)
             g.need = need
         self._key_of[uid] = key
+        if g.checkpoint_s is None:
+            g.checkpoint_s = parse_checkpoint((meta.get("annotations") or {}).get(ANN_CHECKPOINT))
         node = (obj.get("spec") or {}).get("nodeName")
         if node:
             g.nodes[uid] = node
         interval = member_interval(obj)
+        if (obj.get("status") or {}).get("phase") == "Succeeded":
+            g.succeeded.add(uid)
         if g.members.get(uid, False) == interval:
             return  # nothing that matters changed (or the barrier is fixed and this is just news)
         g.members[uid] = interval
-        if g.barrier is None and interval is not None:
-            barrier = barrier_time((m for m in g.members.values() if m is not None), g.need)
-            if barrier is not None:
-                g.barrier = barrier
-                if self.topology is not None:
-                    g.spread = self.topology.gang_spread(
-                        sorted(g.nodes.get(u, "") for u in counted_at(g.members, barrier)))
-                log.debug("gang %s/%s: %d members run since %s", key[0], key[1], g.need, barrier)
-                if self.on_crossed is not None:
-                    self.on_crossed(key, barrier, list(g.members))
+        self._advance(key, g)
 
-    def forget(self, uid: str) -> None:
-        """A member is gone (deleted, or no longer labelled)."""
+    def _advance(self, key: GangKey, g: Gang) -> None:
+        """After a member changed: end the current attempt if it ended, then cross the next barrier if due."""
+        if g.completed:
+            return
+        if g.barrier is not None:
+            drop = first_drop(g.members, g.need, g.barrier)
+            if drop is None:
+                return
+            at, ended = drop
+            if any(uid in g.succeeded for uid in ended):
+                g.completed = True
+                return
+            factor = g.spread.factor if g.spread is not None else 1.0
+            g.saved_s += saved_work((at - g.barrier) / factor, g.checkpoint_s)
+            log.debug("gang %s/%s: attempt %d broke at %s (%s); %.0fs of work saved", key[0], key[1], g.attempts,
+                      at, ",".join(ended), g.saved_s)
+            g.barrier, g.spread, g.broken_at = None, None, at
+            if self.on_crossed is not None:
+                self.on_crossed(key, None, list(g.members))
+        since = g.broken_at if g.broken_at is not None else float("-inf")
+        running = [(max(iv[0], since), iv[1]) for iv in g.members.values()
+                   if iv is not None and (iv[1] is None or iv[1] > since)]
+        barrier = barrier_time(running, g.need)
+        if barrier is None:
+            return
+        g.barrier = barrier
+        g.attempts += 1
+        if self.topology is not None:
+            g.spread = self.topology.gang_spread(
+                sorted(g.nodes.get(u, "") for u in counted_at(g.members, barrier)))
+        log.debug("gang %s/%s: %d members run since %s", key[0], key[1], g.need, barrier)
+        if self.on_crossed is not None:
+            self.on_crossed(key, barrier, list(g.members))
+        self._advance(key, g)  # a member of the new attempt may have ended already (events seen late)
+
+    def forget(self, uid: str, obj: dict[str, Any] | None = None) -> None:
+        """A member is gone (deleted, or no longer labelled); ``obj``: its last state, when deleted.
+
+        A member deleted while it ran ends at its ``deletionTimestamp`` (else now), which may break the
+        attempt.  A gang whose members are all gone is forgotten unless an attempt of it broke and it
+        has not completed: its replacements (a JobSet's recreated Jobs) resume from its saved work.
+        """
         key = self._key_of.pop(uid, None)
         if key is None:
             return
         g = self.gangs.get(key)
-        if g is not None:
-            g.members.pop(uid, None)
-            g.nodes.pop(uid, None)
-            if not g.members:
-                del self.gangs[key]
+        if g is None:
+            return
+        iv = g.members.get(uid)
+        if g.barrier is not None and not g.completed and iv is not None and iv[1] is None:
+            meta = (obj or {}).get("metadata") or {}
+            end = parse_timestamp(meta.get("deletionTimestamp"))
+            g.members[uid] = (iv[0], max(iv[0], end if end is not None else self.wall()))
+            self._advance(key, g)
+        g.members.pop(uid, None)
+        g.nodes.pop(uid, None)
+        g.succeeded.discard(uid)
+        if not g.members and (g.completed or g.attempts == 0 or g.barrier is not None):
+            del self.gangs[key]
 
     def on_relisted(self, uids: set[str]) -> None:
         """Forget members deleted while the watch was down."""

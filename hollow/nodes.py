@@ -245,9 +245,26 @@ class NodeManager(TimedTasks[str]):
             self.reregister(name)
         self._timers.schedule(name, self.clock.monotonic() + min(interval, 10.0))
 
+    async def delete_lost(self, name: str) -> bool:
+        """Delete a lost node's Node (by uid) and Lease, and forget its uid so that neither its deletion nor
+        a 404 registers it again (:attr:`hollow.faults.FaultState.lost`); True when it was deleted."""
+        state = self.nodes[name]
+        uid = state.uid
+        if not uid:
+            return False
+        resp = await self.api.request("delete_node", "DELETE", f"/api/v1/nodes/{name}", retry=True,
+                                      body={"preconditions": {"uid": uid}})
+        if not resp.ok and resp.status != 404:
+            log.warning("lost node %s: delete failed (%s %s); left registered", name, resp.status, resp.message())
+            return False
+        await self._delete_lease(name, state)
+        state.uid = ""
+        return True
+
     def reregister(self, name: str) -> None:
-        """The node vanished (someone deleted it): register it again, once at a time."""
-        if name in self._reregistering:
+        """The node vanished (someone deleted it): register it again, once at a time; a lost node waits for
+        its repair (the fault registers it then)."""
+        if name in self._reregistering or self.faults.is_lost(name):
             return
         self._reregistering.add(name)
         state = self.nodes[name]
@@ -255,7 +272,7 @@ class NodeManager(TimedTasks[str]):
 
         async def again() -> None:
             try:
-                log.warning("node %s was deleted by someone else; registering it again", name)
+                log.warning("node %s was deleted; registering it again", name)
                 await self._register(state)
                 if self.on_reregistered is not None:
                     self.on_reregistered(name)

@@ -171,7 +171,7 @@ class PodController(TimedTasks[str]):
         every = list(pools) if pools is not None else list(own)
         topology = NodeTopology(every) if any(p.topology.resolved_levels() for p in every) else None
         # no pool of this agent waits for gangs: gang pods are not even looked at
-        self.gangs: GangRegistry | None = GangRegistry(self._gang_crossed, topology) \
+        self.gangs: GangRegistry | None = GangRegistry(self._gang_crossed, topology, self.clock.wall) \
             if any(self._gated(p) for p in own) else None
 
     # --- watch handler -------------------------------------------------------------------------
@@ -238,8 +238,9 @@ class PodController(TimedTasks[str]):
         own = pool.lifecycle.gang_barrier
         return self.gang_barrier if own is None else own
 
-    def _gang_crossed(self, key: GangKey, barrier: float, uids: list[str]) -> None:
-        """A gang crossed its barrier: plan its members on this agent's nodes again."""
+    def _gang_crossed(self, key: GangKey, barrier: float | None, uids: list[str]) -> None:
+        """A gang crossed its barrier, or its attempt broke (``barrier`` None: its running members wait
+        again): plan its members on this agent's nodes again."""
         for uid in uids:
             rec = self.records.get(uid)
             if rec is not None:
@@ -300,6 +301,7 @@ class PodController(TimedTasks[str]):
         pool = self.nodes[facts.node].slot.pool
         stages = self.stages or pool.stages or default_stages()
         gated = False
+        done = 0.0
         barrier = None
         factor = 1.0
         if facts.gang and self.gangs is not None and self._gated(pool) and gang_min(facts) is not None:
@@ -307,8 +309,9 @@ class PodController(TimedTasks[str]):
             barrier = self.gangs.barrier(facts.namespace, facts.gang)
             spread = self.gangs.spread(facts.namespace, facts.gang)
             factor = spread.factor if spread is not None else 1.0
+            done = self.gangs.work_done(facts.namespace, facts.gang)
         planned = plan(facts, pool.lifecycle, now_w, rec.started_wall, stages, gated, barrier, rec.prepared_wall,
-                       factor)
+                       factor, done)
         ready_at = ready_due(facts, rec.started_wall)
         if ready_at is not None and (planned is None or ready_at <= planned.due_wall):
             # the probes pass before the next stage: Ready first (a stage due earlier goes ahead)
@@ -526,6 +529,17 @@ class PodController(TimedTasks[str]):
             rec.forced_exit = code
             self._replan(uid, rec)
         return sorted(f"{running[u].facts.namespace}/{running[u].facts.name}" for u in chosen)
+
+    def fail_named(self, names: set[str], code: int) -> list[str]:
+        """Crash the running pods named ``namespace/name`` in ``names`` (those on this agent's nodes) now with
+        exit ``code``; returns the ones it crashed (a pod already ending, or on another agent, is left)."""
+        hit = {uid: rec for uid, rec in self.records.items()
+               if f"{rec.facts.namespace}/{rec.facts.name}" in names and rec.facts.phase == "Running"
+               and not rec.facts.deleting and not rec.gone}
+        for uid, rec in hit.items():
+            rec.forced_exit = code
+            self._replan(uid, rec)
+        return sorted(f"{rec.facts.namespace}/{rec.facts.name}" for rec in hit.values())
 
     def replan_node(self, node: str) -> None:
         """Plan every pod of ``node`` again (its heartbeat fault ended)."""

@@ -64,6 +64,8 @@ PREPARE_DELAY = "hollowscale.io/prepare-delay"
 LABEL_GANG = "hollowscale.io/gang"
 #: the number of gang members that must run before any member's run clock starts (loadgen's ANN_GANG_MIN)
 ANN_GANG_MIN = "hollowscale.io/gang-min"
+#: a training job's checkpoint interval in seconds, a plain decimal (loadgen's ANN_CHECKPOINT)
+ANN_CHECKPOINT = "hollowscale.io/checkpoint-interval"
 
 Action = Literal["start", "finish", "finalize", "prepare"]
 Delay = Literal["none", "startup", "run", "prepare"]
@@ -514,7 +516,7 @@ def select(facts: PodFacts, stages: tuple[Stage, ...] | None = None, prepared: b
 def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started_at: float | None = None,
          stages: tuple[Stage, ...] | None = None, gated: bool = False,
          barrier_at: float | None = None, prepared_at: float | None = None,
-         run_factor: float = 1.0) -> Planned | None:
+         run_factor: float = 1.0, work_done: float = 0.0) -> Planned | None:
     """The pod's next stage and when it is due, or None when nothing more will happen (for now).
 
     Args:
@@ -533,6 +535,8 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
             the pod has none).
         run_factor: the gang's spread factor (:mod:`hollow.topology`): a gated member's run duration,
             once its gang crossed the barrier, is the drawn duration times this.
+        work_done: the work (seconds) a gated member's gang saved at checkpoints before its current
+            attempt (:mod:`hollow.gangs`): the member runs for the rest of its duration only.
     """
     stage = select(facts, stages, prepared=not facts.claims or prepared_at is not None)
     if stage is None:
@@ -548,7 +552,7 @@ def plan(facts: PodFacts, lifecycle: LifecycleSpec, now_wall: float, run_started
     else:
         delay = run_duration(facts, lifecycle)
         if gated and barrier_at is not None:
-            delay *= run_factor
+            delay = max(0.0, delay - work_done) * run_factor
     if math.isinf(delay):
         return None
     if stage.anchor == "bound":

@@ -16,7 +16,17 @@ from test_hollow_pods import RecordingApi, advance, writes
 
 from hollow.clock import FakeClock, rfc3339
 from hollow.faults import FaultState
-from hollow.gangs import ANN_GANG_MIN, LABEL_GANG, GangRegistry, barrier_time, member_interval
+from hollow.gangs import (
+    ANN_CHECKPOINT,
+    ANN_GANG_MIN,
+    LABEL_GANG,
+    GangRegistry,
+    barrier_time,
+    first_drop,
+    member_interval,
+    parse_checkpoint,
+    saved_work,
+)
 from hollow.metrics import Metrics
 from hollow.nodes import NodeState
 from hollow.pods import PodController
@@ -127,6 +137,88 @@ def test_registry_ignores_unusable_annotations_and_relabelling() -> None:
     reg.on_event("ADDED", _member("b", "Running", start=T0, n="2"))
     reg.on_event("MODIFIED", _member("b", "Running", start=T0, n="2", gang="g2"))
     assert set(reg.gangs) == {("ns", "g2")}
+
+
+# --- attempts and checkpoints -----------------------------------------------------------------------
+def _ckpt(obj: dict[str, Any], seconds: str = "30") -> dict[str, Any]:
+    obj["metadata"]["annotations"][ANN_CHECKPOINT] = seconds
+    return obj
+
+
+def test_first_drop_and_saved_work_are_the_model() -> None:
+    assert first_drop({"a": (10.0, None), "b": (12.0, None)}, 2, 12.0) is None
+    assert first_drop({"a": (10.0, 40.0), "b": (12.0, None)}, 2, 12.0) == (40.0, ["a"])
+    # a replacement starting when the other ends keeps no gap open: ends count before starts
+    assert first_drop({"a": (10.0, 40.0), "b": (12.0, None), "c": (40.0, None)}, 2, 12.0) == (40.0, ["a"])
+    assert first_drop({"a": (10.0, 40.0), "b": (12.0, 40.0)}, 2, 12.0) == (40.0, ["a", "b"])
+    assert first_drop({"a": (10.0, 11.0), "b": (12.0, None)}, 1, 12.0) is None  # ended before: not counted
+    assert saved_work(95.0, 30.0) == 90.0 and saved_work(90.0, 30.0) == 90.0 and saved_work(29.9, 30.0) == 0.0
+    assert saved_work(95.0, None) == 0.0
+    assert parse_checkpoint("30") == 30.0 and parse_checkpoint("x") is None and parse_checkpoint("0") is None
+    assert parse_checkpoint(None) is None and parse_checkpoint("inf") is None
+
+
+def test_a_failed_member_breaks_the_attempt_and_the_replacement_resumes_from_the_checkpoint() -> None:
+    seen: list[tuple[float | None, list[str]]] = []
+    reg = GangRegistry(lambda key, at, uids: seen.append((at, sorted(uids))))
+    reg.on_event("ADDED", _ckpt(_member("a", "Running", start=T0)))
+    reg.on_event("ADDED", _ckpt(_member("b", "Running", start=T0 + 10)))
+    assert reg.barrier("ns", "g1") == T0 + 10 and reg.work_done("ns", "g1") == 0.0
+    # b fails 75 s of work later: two checkpoints (60 s) saved, 15 s lost; a waits again
+    reg.on_event("MODIFIED", _ckpt(_member("b", "Failed", start=T0 + 10, end=T0 + 85)))
+    assert reg.barrier("ns", "g1") is None and reg.work_done("ns", "g1") == 60.0
+    assert seen[-1] == (None, ["a", "b"])
+    # the replacement (per index) runs: the next attempt starts; the saved work stays
+    reg.on_event("ADDED", _ckpt(_member("b2", "Running", start=T0 + 95)))
+    assert reg.barrier("ns", "g1") == T0 + 95 and reg.work_done("ns", "g1") == 60.0
+    g = reg.gangs[("ns", "g1")]
+    assert g.attempts == 2 and not g.completed
+    # it completes: the barrier stays, later deletions change nothing
+    reg.on_event("MODIFIED", _ckpt(_member("a", "Succeeded", start=T0, end=T0 + 135)))
+    reg.on_event("DELETED", _ckpt(_member("b2", "Running", start=T0 + 95)))
+    assert g.completed and reg.barrier("ns", "g1") == T0 + 95
+
+
+def test_a_recreated_gang_resumes_from_its_saved_work_after_every_member_was_deleted() -> None:
+    reg = GangRegistry(wall=lambda: T0 + 500)
+    for uid in ("a", "b"):
+        reg.on_event("ADDED", _ckpt(_member(uid, "Running", start=T0), "40"))
+    # the whole JobSet is recreated: a member deleted while it ran ends at its deletionTimestamp
+    deleting = _ckpt(_member("a", "Running", start=T0), "40")
+    deleting["metadata"]["deletionTimestamp"] = rfc3339(T0 + 100)
+    reg.on_event("MODIFIED", deleting)
+    assert reg.barrier("ns", "g1") is None and reg.work_done("ns", "g1") == 80.0
+    reg.on_event("DELETED", deleting)
+    reg.on_event("DELETED", _ckpt(_member("b", "Running", start=T0), "40"))  # no timestamp: the wall clock
+    assert ("ns", "g1") in reg.gangs and len(reg) == 0  # no members, but its saved work is kept
+    for uid in ("c", "d"):
+        reg.on_event("ADDED", _ckpt(_member(uid, "Running", start=T0 + 130), "40"))
+    assert reg.barrier("ns", "g1") == T0 + 130 and reg.work_done("ns", "g1") == 80.0
+
+
+def test_without_checkpoints_a_restart_starts_from_nothing() -> None:
+    reg = GangRegistry()
+    reg.on_event("ADDED", _member("a", "Running", start=T0))
+    reg.on_event("ADDED", _member("b", "Running", start=T0))
+    reg.on_event("MODIFIED", _member("b", "Failed", start=T0, end=T0 + 500))
+    assert reg.work_done("ns", "g1") == 0.0
+
+
+async def test_the_survivor_and_the_replacement_run_the_remaining_work_from_the_new_barrier() -> None:
+    clock, api, ctl = _controller()
+    feed(ctl, "ADDED", _ckpt(_member("a", "Running", start=T0, duration="100s")))
+    feed(ctl, "ADDED", _ckpt(_member("b", "Running", start=T0, node="g-1", duration="100s")))
+    await advance(clock, ctl, 50.0)
+    assert _finishes(api) == []
+    feed(ctl, "MODIFIED", _ckpt(_member("b", "Failed", start=T0, end=T0 + 50, node="g-1", duration="100s")))
+    await advance(clock, ctl, 10.0)
+    assert [f for f in _finishes(api) if f[1] == "p-a"] == []  # a waits for the gang, past its first plan
+    feed(ctl, "ADDED", _ckpt(_member("c", "Running", start=T0 + 60, node="g-1", duration="100s")))
+    # 30 s saved of 100: both run 70 s more from the new barrier (+60), not 100
+    await advance(clock, ctl, 69.5)
+    assert [f for f in _finishes(api) if f[1] != "p-b"] == []
+    await advance(clock, ctl, 1.0)
+    assert sorted(f for f in _finishes(api) if f[1] != "p-b") == [(130.0, "p-a"), (130.0, "p-c")]
 
 
 # --- the planner's gate (pure) ----------------------------------------------------------------------

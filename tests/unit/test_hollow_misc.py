@@ -109,6 +109,14 @@ class FakeControls:
         self.calls.append(("pods", (fraction, exit_code, duration_s, seed)))
         return {"failed_now": [], "count": 0}
 
+    def pods_fail(self, pods: list[str], exit_code: int) -> dict[str, Any]:
+        self.calls.append(("named", (tuple(pods), exit_code)))
+        return {"failed_now": pods, "count": len(pods)}
+
+    def node_lost(self, nodes: list[str], delete_after_s: float, repair_after_s: float | None) -> dict[str, Any]:
+        self.calls.append(("lost", (tuple(nodes), delete_after_s, repair_after_s)))
+        return {"nodes": nodes, "count": len(nodes)}
+
 
 async def test_control_server_endpoints() -> None:
     controls = FakeControls()
@@ -128,14 +136,27 @@ async def test_control_server_endpoints() -> None:
         resp = await client.post("/faults/pod-failures", data=orjson.dumps({"fraction": 0.05, "exit_code": 137,
                                                                               "duration_s": 30}))
         assert resp.status == 200
-        assert controls.calls == [("hb", (0.1, 60.0, 1)), ("pods", (0.05, 137, 30.0, 0))]
+        resp = await client.post("/faults/pod-failures", data=orjson.dumps({"pods": ["ns/p-1"], "exit_code": 3}))
+        assert resp.status == 200 and (await resp.json())["count"] == 1
+        resp = await client.post("/faults/node-lost", data=orjson.dumps({"nodes": ["n-1", "n-2"],
+                                                                          "repair_after_s": 300}))
+        assert resp.status == 200 and (await resp.json())["count"] == 2
+        resp = await client.post("/faults/node-lost", data=orjson.dumps({"nodes": ["n-3"], "delete_after_s": 5,
+                                                                          "repair_after_s": None}))
+        assert resp.status == 200
+        assert controls.calls == [("hb", (0.1, 60.0, 1)), ("pods", (0.05, 137, 30.0, 0)), ("named", (("ns/p-1",), 3)),
+                                  ("lost", (("n-1", "n-2"), 60.0, 300.0)), ("lost", (("n-3",), 5.0, None))]
         for path, body in (("/faults/heartbeat-loss", {"fraction": 2, "duration_s": 1}),
                            ("/faults/heartbeat-loss", {"fraction": 0.1}),
                            ("/faults/pod-failures", {"fraction": 0.1, "exit_code": 0}),
-                           ("/faults/pod-failures", {"fraction": 0.1, "exit_code": 1, "bogus": 1})):
+                           ("/faults/pod-failures", {"fraction": 0.1, "exit_code": 1, "bogus": 1}),
+                           ("/faults/pod-failures", {"pods": ["a/b"], "exit_code": 1, "fraction": 0.1}),
+                           ("/faults/pod-failures", {"pods": "a/b", "exit_code": 1}),
+                           ("/faults/node-lost", {"nodes": [""]}),
+                           ("/faults/node-lost", {"nodes": ["n"], "repair_after_s": -1})):
             resp = await client.post(path, data=orjson.dumps(body))
             assert resp.status == 400, body
-        assert len(controls.calls) == 2
+        assert len(controls.calls) == 5
 
 
 def test_cli_rejects_bad_pools_before_touching_the_cluster(tmp_path: Path) -> None:
