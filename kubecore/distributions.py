@@ -93,6 +93,11 @@ class DurationDist:
             return self.value * math.exp(self.spread**2 / 2)
         return self.value
 
+    def upper_bound(self) -> float:
+        """The largest duration a draw can be, in seconds: a fixed value itself, else ``maximum`` (the
+        bound of ``uniform``, the clamp of the others; inf when a distribution has none, and for ``forever``)."""
+        return self.value if self.kind == "fixed" else self.maximum
+
     def sample(self, rng: random.Random) -> float:
         """One draw in seconds, clamped to [minimum, maximum] and never negative."""
         if self.kind == "fixed":

@@ -38,6 +38,7 @@ YAML shape (units in the names: ``_s`` seconds as a Go duration or a number; rat
                                     # ResourceClaim the role's pods of an instance share (time-slicing)
         # batch fields (all optional; without them the objects are exactly what they always were)
         gang: {min_members: all}    # all (sum of the replicas) | N (1 <= N <= that sum); Job and Pod only
+        checkpoint_interval: 2m     # progress saved every 2m of run; a restarted gang resumes from the last one
         queued: true                # to the tenant's queue when the run has Kueue (or Volcano); Job only
         kueue_priority_class: batch-high   # Kueue WorkloadPriorityClass label; only with queued: true
         topology: {level: rack, mode: require}   # a level of the pools (rack | zone always); require | prefer
@@ -68,7 +69,9 @@ switches per run variant)::
 What they render is in :mod:`loadgen.workloads`.  Rules beyond the field types: a gang's
 ``min_members`` is at most the instance's pods; a gang's roles run each pod once (completions unset
 or equal to replicas); Deployments take neither ``gang`` nor ``queued``, bare Pods no ``queued`` (a
-queue admits suspended Jobs; pods would need Kueue's pod webhook); tenant names are unique; with
+queue admits suspended Jobs; pods would need Kueue's pod webhook); a ``checkpoint_interval`` needs a
+gang, is at most the longest run ``run_duration`` can draw and, with several pods per instance, needs
+``same_duration: true``; tenant names are unique; with
 ``kueue``, a queued workload needs tenants (they name the LocalQueues); with ``volcano``, Job roles have
 no completions of their own and names short enough for Volcano's pod names (``<job>-<role>-<index>``).
 """
@@ -85,7 +88,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from kubecore.distributions import DurationDist
+from kubecore.distributions import DurationDist, seconds_doc
 from kubecore.namespaces import RESERVED_NAMESPACES
 from kubecore.quantity import parse_quantity
 from kubecore.schema import (
@@ -198,6 +201,16 @@ def _own_namespace(value: str) -> str:
 
 #: the namespace a run submits to: a DNS label, not one of the cluster's own (kube-system, default, ...)
 Namespace = Annotated[DnsLabel, AfterValidator(_own_namespace)]
+
+
+def _positive_seconds(value: float) -> float:
+    if value <= 0:
+        raise problem(f"expected a duration > 0, got {value:g}s")
+    return value
+
+
+#: seconds > 0 (a Go duration or a number)
+PositiveSeconds = Annotated[Seconds, AfterValidator(_positive_seconds)]
 
 
 def _min_members(value: Any) -> int | str:
@@ -602,6 +615,12 @@ class WorkloadSpec(Spec):
         pod_failure_policy: the Jobs' pod failure policy (:class:`PodFailurePolicySpec`); Job and JobSet.
         backoff_limit_per_index: retries per index of an Indexed Job (the Job becomes Indexed; ``backoff_limit``
             then bounds nothing per pod); Job and JobSet; None: one backoff limit for the whole Job.
+        checkpoint_interval: a training job saves its progress every this much run time; after a restart (its
+            gang broke: a member failed or was deleted) it resumes from its last checkpoint, so the work since
+            then is lost; the hollow agent runs the restarted members for the remaining work only
+            (``hollowscale.io/checkpoint-interval``, seconds).  Needs ``gang``, at most the longest run
+            ``run_duration`` can draw, and ``same_duration: true`` when an instance has several pods; None: no
+            checkpoints.
     """
 
     name: DnsLabel
@@ -621,6 +640,7 @@ class WorkloadSpec(Spec):
     failure_policy: FailurePolicySpec | None = None
     pod_failure_policy: PodFailurePolicySpec | None = None
     backoff_limit_per_index: BackoffLimit | None = None
+    checkpoint_interval: PositiveSeconds | None = None
 
     @model_validator(mode="after")
     def _cross(self) -> WorkloadSpec:
@@ -680,8 +700,29 @@ class WorkloadSpec(Spec):
         if self.kueue_priority_class is not None and not self.queued:
             problems.append((("kueue_priority_class",), "only valid with queued: true (Kueue reads it from the "
                              "Jobs it queues)"))
+        if self.checkpoint_interval is not None:
+            problems += self._checkpoint_problems(self.checkpoint_interval)
         raise_problems("WorkloadSpec", problems)
         return self
+
+    def _checkpoint_problems(self, interval: float) -> list[tuple[tuple[str | int, ...], str]]:
+        """Why ``checkpoint_interval`` does not fit this workload (a training job restarted as a gang)."""
+        if self.kind == "Deployment":
+            return [(("checkpoint_interval",), "Deployment pods run forever; a checkpoint interval applies to "
+                     "kinds with a run (Job, Pod, JobSet)")]
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        if self.gang is None:
+            out.append((("checkpoint_interval",), "the restart model is a gang's: set gang (a member that fails "
+                        "or is deleted restarts the whole gang from its last checkpoint)"))
+        longest = max((self.run_duration_of(r).upper_bound() for r in self.roles), default=math.inf)
+        if math.isfinite(longest) and interval > longest:
+            out.append((("checkpoint_interval",), f"expected at most the longest run the workload's "
+                        f"run_duration can draw ({_g(longest)}), got {_g(interval)}"))
+        pods = self.pods_per_instance()
+        if pods > 1 and not self.same_duration:
+            out.append((("same_duration",), f"expected true with checkpoint_interval and {pods} pods per instance "
+                        "(all members do the same work and restart from one checkpoint), got false"))
+        return out
 
     def gang_min(self) -> int | None:
         """The gang's minimum member count (``all`` = every pod of the instance), or None without a gang."""
@@ -732,6 +773,8 @@ class WorkloadSpec(Spec):
             doc["pod_failure_policy"] = self.pod_failure_policy.to_doc()
         if self.backoff_limit_per_index is not None:
             doc["backoff_limit_per_index"] = self.backoff_limit_per_index
+        if self.checkpoint_interval is not None:
+            doc["checkpoint_interval"] = seconds_doc(self.checkpoint_interval)
         return doc
 
 

@@ -5,8 +5,9 @@ with the same ``hollowscale.io/instance``.  Run durations, startup delays and ex
 per object (:meth:`kubecore.distributions.DurationDist.sample` on the mix's seeded generator) and
 written as the pod-template annotations the hollow agent understands: ``hollowscale.io/run-duration``
 (a Go duration rounded to milliseconds, or ``forever``), ``hollowscale.io/startup-delay``,
-``hollowscale.io/exit-code``.  The labels (``LABEL_RUN``, ``LABEL_WORKLOAD``, ``LABEL_ROLE``,
-``LABEL_INSTANCE``) are what the orchestrator's timeline collector groups by.
+``hollowscale.io/exit-code``; a workload's ``checkpoint_interval`` as :data:`ANN_CHECKPOINT` (seconds,
+a plain decimal such as ``60`` or ``90.5``) on every pod.  The labels (``LABEL_RUN``, ``LABEL_WORKLOAD``,
+``LABEL_ROLE``, ``LABEL_INSTANCE``) are what the orchestrator's timeline collector groups by.
 
 Batch workloads (see :mod:`loadgen.spec`: ``gang``, ``queued``, ``topology``; the spec's ``tenants``,
 ``gang_scheduling``, ``kueue``, ``volcano``) add, per instance and in submission order:
@@ -76,6 +77,9 @@ from loadgen.spec import (
 )
 
 ANN_RUN = "hollowscale.io/run-duration"
+#: a training job's checkpoint interval, seconds as a plain decimal (hollow.stages.ANN_CHECKPOINT: hollow
+#: imports only kubecore, so it is written there too)
+ANN_CHECKPOINT = "hollowscale.io/checkpoint-interval"
 ANN_EXIT = "hollowscale.io/exit-code"
 ANN_DELAY = "hollowscale.io/startup-delay"
 #: the run id label (kubecore.namespaces releases a run's objects by it)
@@ -159,6 +163,11 @@ def annotation_duration(seconds: float) -> str:
     return format_go_duration(ms / 1000)
 
 
+def annotation_seconds(seconds: float) -> str:
+    """Seconds as a plain decimal, rounded to milliseconds (``60``, ``90.5``): the checkpoint annotation."""
+    return f"{round(seconds, 3):.3f}".rstrip("0").rstrip(".")
+
+
 def pick_exit_code(codes: Mapping[int, float], rng: random.Random) -> int:
     """An exit code drawn by weight (codes in ascending order)."""
     items = sorted(codes.items())
@@ -181,6 +190,7 @@ class _Template:
     exit_codes: list[int]
     exit_cum_weights: list[float]
     generate_name: str
+    checkpoint: str | None = None
 
 
 def _template(w: WorkloadSpec, role: RoleSpec) -> _Template:
@@ -201,6 +211,7 @@ def _template(w: WorkloadSpec, role: RoleSpec) -> _Template:
         exit_codes=[c for c, _ in items],
         exit_cum_weights=cum,
         generate_name=f"{w.name}-{role.name}-"[:58],
+        checkpoint=None if w.checkpoint_interval is None else annotation_seconds(w.checkpoint_interval),
     )
 
 
@@ -533,6 +544,8 @@ class WorkloadMix:
         run = self._instance_run if w.same_duration and self._instance_run is not None \
             else w.run_duration_of(role).sample(self.rng)
         annotations[ANN_RUN] = "forever" if kind == "Deployment" else annotation_duration(run)
+        if t.checkpoint is not None:
+            annotations[ANN_CHECKPOINT] = t.checkpoint
         delay = w.startup_delay_of(role)
         if delay is not None:
             annotations[ANN_DELAY] = annotation_duration(delay.sample(self.rng))

@@ -101,6 +101,8 @@ class VariantSpec(Spec):
             ``kueue-required``/``kueue-preferred``/``kueue-slice`` (Kueue's topology-aware scheduling; needs
             ``kueue``), ``intree`` (the PodGroup's topology constraint; needs ``gang_scheduling``).
         jobset: the local cluster also runs JobSet (on when ``cluster.jobset`` is, whatever the variant says).
+        workloads: the workloads this variant submits (names of ``workloads``; default all of them), so that
+            variants can compare one job under different controllers or failure policies on the same load.
     """
 
     name: DnsLabel
@@ -111,6 +113,7 @@ class VariantSpec(Spec):
     gpus: one_of(*GPU_MODES) | None = None  # type: ignore[valid-type]
     gpu_sharing: StrictBool | None = None
     topology: one_of(*TOPOLOGY_RENDERINGS) = "affinity"  # type: ignore[valid-type]
+    workloads: tuple[DnsLabel, ...] | None = None
 
     @property
     def kueue_tas(self) -> bool:
@@ -148,13 +151,23 @@ def check_tenants(tenants: tuple[TenantSpec, ...], pool_allocatable: dict[str, d
     return out
 
 
-def check_variants(variants: tuple[VariantSpec, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+def check_variants(variants: tuple[VariantSpec, ...], workloads: tuple[WorkloadSpec, ...] = ()) \
+        -> list[tuple[tuple[str | int, ...], str]]:
+    """Unique names; a variant's ``workloads`` name some of the scenario's (at least one)."""
     out: list[tuple[tuple[str | int, ...], str]] = []
     seen: set[str] = set()
+    names = [w.name for w in workloads]
     for i, v in enumerate(variants):
         if v.name in seen:
             out.append((("variants", i, "name"), f"duplicate variant name {v.name!r}"))
         seen.add(v.name)
+        if v.workloads is not None:
+            if not v.workloads:
+                out.append((("variants", i, "workloads"), "expected at least one workload name (or leave it out: all)"))
+            for j, name in enumerate(v.workloads):
+                if name not in names:
+                    out.append((("variants", i, "workloads", j),
+                                f"expected one of workloads ({', '.join(names)}), got {name!r}"))
     return out
 
 

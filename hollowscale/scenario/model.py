@@ -59,8 +59,14 @@ BACKENDS = ("local", "kind", "existing")
 PROFILES = ("default", "scale")
 PLACEMENTS = ("process", "in-cluster")
 AGENT_FAULTS = ("heartbeat-loss", "pod-failures")
+#: faults that take hollow nodes away: lost (NotReady, then deleted) or drained (cordoned, pods evicted)
+NODE_FAULTS = ("node-lost", "node-drain")
 COMPONENT_FAULTS = ("component-stall", "component-kill", "component-restart")
-FAULT_TYPES = AGENT_FAULTS + COMPONENT_FAULTS + DISTILL_FAULTS
+FAULT_TYPES = AGENT_FAULTS + NODE_FAULTS + COMPONENT_FAULTS + DISTILL_FAULTS
+#: the faults a ``rate_per_gpu_hour`` may make a process of
+PROCESS_FAULTS = ("node-lost", "node-drain", "pod-failures")
+#: how long a lost node stays NotReady before its Node object is deleted, when ``delete_after_s`` is not given
+NODE_LOST_DELETE_AFTER_S = 60.0
 #: what a control-plane fault may target (the local cluster's supervised components)
 FAULT_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue")
 SLO_OPS = ("<=", ">=", "<", ">")
@@ -257,18 +263,62 @@ def _reason(value: Any) -> str:
 PositiveSeconds = Annotated[Seconds, AfterValidator(lambda v: _at_least(v, 0.001))]
 
 
+def _fault_rate(value: Any) -> float:
+    """Faults per GPU-hour: a finite number >= 0 (0: a baseline with no faults)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        got = f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else show(value)
+        raise ValueError(f"expected a rate >= 0 faults per GPU-hour, got {got}")
+    return float(value)
+
+
+FaultRate = Annotated[float, leaf(_fault_rate)]
+
+
 class FaultSpec(Spec):
-    """A fault injected ``at_s`` seconds after the load starts.
+    """A fault injected ``at_s`` seconds after the load starts, or a fault process from then on.
 
     Agent faults go through the hollow agents' fault endpoints: ``heartbeat-loss`` (a ``fraction`` of
     the nodes stop renewing leases for ``duration_s``) and ``pod-failures`` (a ``fraction`` of running
-    pods fail with ``exit_code``).  Control-plane faults go through the local cluster's supervisor and
+    pods fail with ``exit_code``).  Node faults take hollow nodes away, ``count`` of them (default 1) or a
+    ``fraction``, those running ``workload``'s pods when it is given: ``node-lost`` (the nodes stop
+    heartbeating and go NotReady; after ``delete_after_s`` their Node objects are deleted, so their pods
+    go; they register again after ``repair_after_s`` when it is given) and ``node-drain`` (the nodes are
+    cordoned and their pods evicted through the Eviction API, condition ``DisruptionTarget``; uncordoned
+    after ``repair_after_s`` when it is given).  Like agent faults they need hollow nodes.
+    With ``rate_per_gpu_hour``, ``node-lost``, ``node-drain`` and ``pod-failures`` are a fault *process*:
+    from ``at_s`` for ``duration_s``, firings are drawn as a Poisson process (seeded by ``seed``) at this
+    many faults per GPU-hour held by the targeted pods, each hitting ``count`` nodes or pods.
+    Control-plane faults go through the local cluster's supervisor and
     name a ``component``: ``component-stall`` (SIGSTOP for ``duration_s``, then SIGCONT: an overloaded
     or paused process as its clients see it), ``component-kill`` (SIGKILL; restarted after the
     crash-loop backoff) and ``component-restart`` (SIGTERM, started again at once, same data dir).
     Distillation faults name a ``job`` of ``distill_jobs``: ``teacher-kill`` (one Ready teacher pod
     deleted with no grace, as a lost machine; its ReplicaSet replaces it) and ``teacher-scale`` (the
     teacher Deployment set to ``replicas``, as ``kubectl scale`` does).
+
+    Attributes:
+        type: what breaks (see above).
+        at_s: when it fires (a process: when it starts), counted from the start of the load.
+        fraction: the share of nodes or pods one firing hits, in (0, 1]; ``heartbeat-loss`` and a single
+            ``pod-failures`` need it; node faults take it or ``count``.
+        duration_s: how long it lasts (``heartbeat-loss``, ``pod-failures``, ``component-stall``), or the
+            span of a fault process.
+        component: the control-plane component a ``component-*`` fault hits.
+        seed: seeds which nodes or pods are hit (and a process's firing times).
+        exit_code: the exit code of the pods a ``pod-failures`` fault fails.
+        job: the ``distill_jobs`` job a ``teacher-*`` fault hits.
+        replicas: the teacher count ``teacher-scale`` sets.
+        count: how many nodes (node faults; default 1 when ``fraction`` is not given either) or pods (a
+            ``pod-failures`` process; default 1) one firing hits; not with ``fraction``.
+        workload: aim at the nodes or pods running this workload's pods (a name of ``workloads``); None:
+            any.
+        repair_after_s: node faults: the nodes come back (registered again, or uncordoned) this long after
+            they were hit; None: never during the run.
+        delete_after_s: ``node-lost``: the lost nodes' Node objects are deleted this long after they stop
+            heartbeating; None: 60 s.
+        rate_per_gpu_hour: makes ``node-lost``, ``node-drain`` or ``pod-failures`` a fault process: this
+            many firings per GPU-hour held by the targeted pods (0: a baseline with no faults); needs
+            ``duration_s``.
     """
 
     type: one_of(*FAULT_TYPES)  # type: ignore[valid-type]
@@ -280,6 +330,11 @@ class FaultSpec(Spec):
     exit_code: number(0, 255, integer=True) = 137  # type: ignore[valid-type]
     job: DnsLabel | None = None
     replicas: number(0, 8, integer=True) | None = None  # type: ignore[valid-type]
+    count: number(1, integer=True) | None = None  # type: ignore[valid-type]
+    workload: DnsLabel | None = None
+    repair_after_s: PositiveSeconds | None = None
+    delete_after_s: PositiveSeconds | None = None
+    rate_per_gpu_hour: FaultRate | None = None
 
     @property
     def on_control_plane(self) -> bool:
@@ -288,6 +343,16 @@ class FaultSpec(Spec):
     @property
     def on_distill_job(self) -> bool:
         return self.type in DISTILL_FAULTS
+
+    @property
+    def on_nodes(self) -> bool:
+        """A node fault (``node-lost``, ``node-drain``): hollow nodes taken away."""
+        return self.type in NODE_FAULTS
+
+    @property
+    def is_process(self) -> bool:
+        """A fault process (``rate_per_gpu_hour`` given), not one firing."""
+        return self.rate_per_gpu_hour is not None
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> FaultSpec:
@@ -301,9 +366,16 @@ class FaultSpec(Spec):
             if getattr(self, name) is not None:
                 problems.append(((name,), f"does not apply to a {self.type} fault; remove it"))
 
+        def not_both() -> None:
+            if self.count is not None and self.fraction is not None:
+                problems.append((("count",), f"expected count or fraction, not both (a {self.type} fault hits "
+                                             "count nodes or pods, or a fraction of them)"))
+
+        # the fields of node faults and fault processes (hollow nodes and pods, aimed at a workload)
+        targeting = ("count", "workload", "repair_after_s", "delete_after_s", "rate_per_gpu_hour")
         if self.on_distill_job:
             need("job", "the name of one of distill_jobs")
-            for name in ("fraction", "duration_s", "component"):
+            for name in ("fraction", "duration_s", "component", *targeting):
                 refuse(name)
             if self.type == "teacher-scale":
                 need("replicas", "the teacher count to scale to")
@@ -320,10 +392,40 @@ class FaultSpec(Spec):
                 need("duration_s", "how long the component stays stopped")
             else:
                 refuse("duration_s")
-        else:
-            need("fraction", "the share of nodes or pods it hits, in (0, 1]")
-            need("duration_s", "how long it lasts")
+            for name in targeting:
+                refuse(name)
+        elif self.on_nodes:
             refuse("component")
+            if self.type != "node-lost":
+                refuse("delete_after_s")
+            not_both()
+            if self.is_process:
+                need("duration_s", "the span of the fault process")
+            elif self.duration_s is not None:
+                problems.append((("duration_s",), f"does not apply to a single {self.type} fault (its nodes stay "
+                                                  "out until repair_after_s; with rate_per_gpu_hour it is the "
+                                                  "span of the fault process); remove it"))
+        else:  # heartbeat-loss, pod-failures
+            for name in ("component", "repair_after_s", "delete_after_s"):
+                refuse(name)
+            if self.type == "pod-failures" and self.is_process:
+                need("duration_s", "the span of the fault process")
+                if self.fraction is not None:
+                    problems.append((("fraction",), "does not apply to a pod-failures process (rate_per_gpu_hour): "
+                                                    "each firing fails count pods (default 1); remove it"))
+            elif self.type == "pod-failures" and (self.count is not None or self.workload is not None):
+                # aimed at a job, once: count (default 1) or a fraction of its running pods crash now
+                not_both()
+                if self.duration_s is not None:
+                    problems.append((("duration_s",), "does not apply to a pod-failures fault aimed at a workload or "
+                                                      "a count (its pods crash at once; with rate_per_gpu_hour it is "
+                                                      "the span of the fault process); remove it"))
+            else:
+                need("fraction", "the share of nodes or pods it hits, in (0, 1]")
+                need("duration_s", "how long it lasts")
+                if self.type == "heartbeat-loss":
+                    for name in ("count", "workload", "rate_per_gpu_hour"):
+                        refuse(name)
         raise_problems("fault", problems)
         return self
 
@@ -435,6 +537,9 @@ class ScenarioFile(Spec):
                 problems.append((("faults", i, "type"), f"{f.type} needs the local cluster (cluster.backend: "
                                                         f"local), not {self.cluster.backend!r}: hollowscale "
                                                         "supervises only the components it started"))
+            if f.workload is not None and f.workload not in {w.name for w in self.workloads}:
+                problems.append((("faults", i, "workload"), "expected one of workloads "
+                                 f"({', '.join(w.name for w in self.workloads)}), got {f.workload!r}"))
         problems += self._distill_problems()
         if self.sweep is not None:
             slo_names = {s.name for s in self.slos} | ({s.name for s in DEFAULT_SLOS} if self.slo_defaults else set())
@@ -455,7 +560,7 @@ class ScenarioFile(Spec):
         problems += check_tenants(self.tenants, {p.name: dict(p.allocatable) for p in self.pools})
         for i, t in enumerate(self.tenants):
             problems += _tenant_load_problems(i, t, self.cluster.namespace)
-        problems += check_variants(self.variants)
+        problems += check_variants(self.variants, self.workloads)
         problems += check_topology(self.pools, self.workloads, self.variants)
         allocatable = {p.name: dict(p.allocatable) for p in self.pools}
         for i, c in enumerate(self.cohorts):
@@ -635,7 +740,8 @@ class Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
         cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
                                                   "jobset": v.jobset or self.cluster.jobset})
-        pools, workloads = apply_gpu_mode(self.pools, self.workloads, v.gpus, v.gpu_sharing)  # counted|claims|extended
+        chosen = self.workloads if v.workloads is None else tuple(w for w in self.workloads if w.name in v.workloads)
+        pools, workloads = apply_gpu_mode(self.pools, chosen, v.gpus, v.gpu_sharing)  # counted|claims|extended
         load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
                                             "workloads": workloads, "topology": v.topology})
         return dataclasses.replace(self, cluster=cluster, load=load, pools=pools, variant=v.name,
