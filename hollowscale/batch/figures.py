@@ -27,7 +27,8 @@ Definitions used throughout (``BATCH_SOURCES`` has one line per figure for ``sum
   counted: it is one gang's bindings arriving a moment apart.  **Deadlocked**: partial at the end of
   the window.
 * **outcome**: failed if any of its workload objects Failed, completed if all Complete, else
-  unfinished; each instance has exactly one.  Instances with no Job and no bare Pod (services) are
+  unfinished, leaving out the Jobs superseded during the run (deleted before they completed: a JobSet's
+  restart recreates its Jobs); each instance has exactly one.  Instances with no Job and no bare Pod (services) are
   not jobs and are left out (counted in ``services_skipped``).
 * **saturated** (cluster): pending GPU demand > 0 and allocated GPUs >= ``SATURATION_ALLOCATED`` (90%)
   of the GPUs in ``gpus_by_flavor``.  Pending demand = GPUs of pods created, not bound and not gone,
@@ -287,6 +288,12 @@ def _partial_pieces(inst: Instance, start_ms: float, end_ms: float) -> None:
     inst.gpus_held_at_end = state[1] if state[0] else 0.0
 
 
+def superseded(j: JobRecord) -> bool:
+    """A Job deleted during the run before it completed: a JobSet restarting deleted it and made a new one (the
+    summary is taken before the run's teardown deletes anything), so the instance's outcome is its successor's."""
+    return j.deleted_ms is not None and j.outcome != "Complete"
+
+
 def analyse(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: float,
             end_ms: float) -> tuple[list[Instance], int]:
     """Instances with every derived time and partial piece filled in (see the module's definitions)."""
@@ -299,12 +306,13 @@ def analyse(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: floa
         every = dict(inst.expected)
         inst.all_bound_ms = _first_complete(inst, "scheduled_ms", every)
         inst.all_running_ms = _first_complete(inst, "running_ms", every)
-        if any(j.outcome == "Failed" for j in inst.jobs):
+        current = [j for j in inst.jobs if not superseded(j)] or inst.jobs
+        if any(j.outcome == "Failed" for j in current):
             inst.outcome = "failed"
-        elif all(j.outcome == "Complete" for j in inst.jobs):
+        elif all(j.outcome == "Complete" for j in current):
             inst.outcome = "completed"
-        if all(j.finished_ms is not None for j in inst.jobs):
-            inst.finished_ms = max(j.finished_ms for j in inst.jobs if j.finished_ms is not None)
+        if all(j.finished_ms is not None for j in current):
+            inst.finished_ms = max(j.finished_ms for j in current if j.finished_ms is not None)
         queues = sorted({j.queue for j in inst.jobs if j.queue} | {p.queue for p in inst.pods if p.queue})
         inst.queue = ",".join(queues)
         pcs = sorted({j.priority_class for j in inst.jobs if j.priority_class}

@@ -17,7 +17,8 @@ Batch scheduling adds, read from the same events (one pass over a few labels and
   ``gang_min`` (annotation ``hollowscale.io/gang-min``), ``priority_class`` (``spec.priorityClassName``),
   ``queue`` (label ``kueue.x-k8s.io/queue-name`` when the Job template carries it), ``ready_ms`` (first
   event with condition Ready=True), ``disrupted_ms``/``disruption_reason`` (first event with condition
-  DisruptionTarget=True: preemption by the scheduler, eviction, Kueue).
+  DisruptionTarget=True: preemption by the scheduler, eviction, Kueue), ``deleting_ms`` (first event with a
+  ``deletionTimestamp``: its containers are being stopped).
 * Jobs: the same labels (``queue`` from the Job's own label), ``suspended_at_create``, ``admitted_ms``
   (first event where a Job created suspended has ``spec.suspend`` false: Kueue admitted it; None for
   Jobs created unsuspended, admitted at creation), ``suspend_flips_ms`` (every later change of
@@ -89,6 +90,7 @@ class PodRecord:
     disrupted_ms: float | None = None  # first event with condition DisruptionTarget=True
     disruption_reason: str = ""  # that condition's reason (PreemptionByScheduler, EvictionByEvictionAPI, ...)
     owner_api: str = ""  # the controller owner's apiVersion (batch/v1 Job, batch.volcano.sh/v1alpha1 Job, ...)
+    deleting_ms: float | None = None  # first event with metadata.deletionTimestamp (its containers are stopping)
 
 
 @dataclass
@@ -238,6 +240,8 @@ class Timeline:
                 elif ctype == "DisruptionTarget" and c.get("status") == "True":
                     rec.disrupted_ms = t
                     rec.disruption_reason = c.get("reason", "")
+        if rec.deleting_ms is None and meta.get("deletionTimestamp"):
+            rec.deleting_ms = t
         if typ == "DELETED" and rec.deleted_ms is None:
             rec.deleted_ms = t
             job = self.jobs.get(uid)
@@ -306,7 +310,8 @@ class Timeline:
             "pods_running": sum(1 for p in pods if p.running_ms is not None and p.finished_ms is None
                                 and p.deleted_ms is None),
             "jobs": len(jobs),
-            "jobs_done": sum(1 for j in jobs if j.finished_ms is not None),
+            # a workload object deleted before it finished (a JobSet's restart) never will: done for the settle
+            "jobs_done": sum(1 for j in jobs if j.finished_ms is not None or j.deleted_ms is not None),
             "jobs_failed": sum(1 for j in jobs if j.outcome == "Failed"),
         }
 

@@ -30,10 +30,12 @@ from hollowscale.dra.feature import DraFeature
 from hollowscale.dra.feature import applies as dra_applies
 from hollowscale.measure.timeline import Timeline
 from hollowscale.report.sections import ReportSection
-from hollowscale.run.faults import FaultHandler
+from hollowscale.run.faults import InjectsFaults
 from hollowscale.scenario import Scenario
 from hollowscale.topology.feature import TopologyFeature
 from hollowscale.topology.feature import applies as topology_applies
+from hollowscale.training.feature import TrainingFeature
+from hollowscale.training.feature import applies as training_applies
 from kubecore.config import KubeEndpoint
 from kubecore.namespaces import NamespaceClaim
 
@@ -57,13 +59,6 @@ class Prepares(Protocol):
 class StartsWithLoad(Protocol):
     def load_started(self, schedule: Callable[[float, Callable[[], None]], None]) -> None:
         """The load just started; ``schedule(delay_s, action)`` runs an action later in it."""
-        ...
-
-
-@runtime_checkable
-class InjectsFaults(Protocol):
-    def fault_handlers(self) -> dict[str, FaultHandler]:
-        """fault type -> the handler that fires it and returns its entry."""
         ...
 
 
@@ -125,4 +120,6 @@ def features_for(sc: Scenario, run_id: str, log: Callable[[str], None], errors: 
         features.append(DraFeature(sc, run_id, log, errors))
     if topology_applies(sc):  # placement quality of the pools' topology levels (hollowscale/topology/)
         features.append(TopologyFeature(sc, log, errors))
+    if training_applies(sc):  # recovery of training jobs from the faults aimed at them (hollowscale/training/)
+        features.append(TrainingFeature(sc))
     return features

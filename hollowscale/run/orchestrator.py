@@ -221,8 +221,8 @@ class Runner:
         watch = CreateFailureWatch(ldir / "locust", self.sc.measurements.abort_after_failed_creates)
         for feature in self.hooks.load_started:
             feature.load_started(self.schedule.at)
-        self.faults.start(self.schedule, placement.agents, access.control_plane,
-                          {t: h for f in self.hooks.faults for t, h in f.fault_handlers().items()})
+        self.faults.start(self.schedule, placement.agents, access.control_plane, self.hooks.faults,
+                          self.collector.timeline if self.collector else None, access.endpoint)
         duration = self.sc.arrival.duration_s
         hard_stop = time.monotonic() + duration + 60
         while True:

@@ -12,6 +12,8 @@ class LoadSchedule:
 
     def __init__(self) -> None:
         self.timers: list[threading.Timer] = []
+        #: called at :meth:`cancel`: what runs longer than one action (a fault process) stops there
+        self.on_cancel: list[Callable[[], None]] = []
 
     def at(self, delay_s: float, action: Callable[[], None]) -> None:
         """Run ``action`` ``delay_s`` from now, in a thread of its own."""
@@ -23,3 +25,5 @@ class LoadSchedule:
     def cancel(self) -> None:
         for t in self.timers:
             t.cancel()
+        for stop in self.on_cancel:
+            stop()

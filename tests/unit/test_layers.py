@@ -104,7 +104,7 @@ HOLLOWSCALE_FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"measure", "setupneeds"}),  # timeline, PromQL, recovery, integrity; what a scenario needs here
     frozenset({"report"}),  # summary.md, report.html, junit, verdicts, regressions, baselines
     # the run's parts: the cluster it uses, where its agents run, its features (rooms, side by side)
-    frozenset({"backends", "placements", "distilljobs", "batch", "dra", "replay", "topology"}),
+    frozenset({"backends", "placements", "distilljobs", "batch", "dra", "replay", "topology", "training"}),
     frozenset({"run"}),  # the orchestrator: phases, summary.json, variants, its CLI
     frozenset({"plan", "nightly"}),  # many runs
     frozenset({"cli"}),

@@ -573,3 +573,27 @@ def test_the_batch_report_names_the_schedulers_pod_group_retry_loop_from_its_rat
     assert len(loop) == 1 and loop[0][1].startswith("1,406 unschedulable pod-group attempts/s")
     assert not [r for r in rows(463, [0.0, 244.0]) if r[0] == "scheduler pod-group retry loop"]
     assert not [r for r in rows(342_957, None) if r[0] == "scheduler pod-group retry loop"]
+
+
+def test_a_jobset_instance_restarted_is_judged_by_its_current_jobs_and_settles() -> None:
+    """A JobSet's restart deletes its failed and unfinished Jobs and makes new ones: the instance completed (not
+    failed), and the deleted Jobs count as done for the settle (they will never finish)."""
+    from hollowscale.batch.figures import analyse
+
+    tl = Timeline()
+    failed = [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]
+    done = [{"type": "Complete", "status": "True"}]
+    tl.apply_job("ADDED", _job("old-w", suspend=False, queue=""), 1000.0)
+    tl.apply_job("ADDED", _job("old-l", suspend=False, queue=""), 1000.0)
+    tl.apply_job("MODIFIED", _job("old-w", suspend=False, queue="", conditions=failed), 5000.0)
+    tl.apply_job("DELETED", _job("old-w", suspend=False, queue="", conditions=failed), 5500.0)
+    tl.apply_job("DELETED", _job("old-l", suspend=False, queue=""), 5500.0)  # deleted before it finished
+    for uid in ("new-w", "new-l"):
+        tl.apply_job("ADDED", _job(uid, suspend=False, queue=""), 6000.0)
+    assert (tl.counts()["jobs"], tl.counts()["jobs_done"]) == (4, 2)
+    for uid in ("new-w", "new-l"):
+        tl.apply_job("MODIFIED", _job(uid, suspend=False, queue="", conditions=done), 9000.0)
+    assert tl.counts()["jobs_done"] == 4
+    pods, jobs = tl.snapshot()
+    (inst,), _ = analyse(pods, jobs, 0.0, 10000.0)
+    assert (inst.outcome, inst.finished_ms) == ("completed", 9000.0)

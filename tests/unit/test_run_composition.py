@@ -86,7 +86,7 @@ def test_each_fault_goes_to_the_handler_of_its_type(tmp_path: Path) -> None:
                                        "duration_s: 3s}\n  - {type: heartbeat-loss, at_s: 6s, fraction: 0.1, "
                                        "duration_s: 2s}\n")
     schedule = LoadSchedule()
-    faults.start(schedule, _Agents(), _Supervised(), {})
+    faults.start(schedule, _Agents(), _Supervised(), [])
     schedule.cancel()  # fired by hand below
     faults.fire(0)
     faults.fire(1)
@@ -99,7 +99,7 @@ def test_each_fault_goes_to_the_handler_of_its_type(tmp_path: Path) -> None:
 
 def test_a_control_plane_fault_on_a_cluster_hollowscale_did_not_start_is_an_error(tmp_path: Path) -> None:
     faults, errors = _faults(tmp_path, "faults:\n  - {type: component-kill, at_s: 5s, component: etcd}\n")
-    faults.start(LoadSchedule(), _Agents(), UnseenControlPlane(), {})
+    faults.start(LoadSchedule(), _Agents(), UnseenControlPlane(), [])
     faults.fire(0)
     assert faults.entries[0]["error"] == "no local cluster of this run to inject it into"
     assert errors == ["fault component-kill etcd not injected: no local cluster of this run to inject it into"]

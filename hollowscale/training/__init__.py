@@ -1,0 +1,1 @@
+"""Training jobs through failures: what faults cost a gang (hollowscale/training/recovery.py)."""
