@@ -13,7 +13,7 @@ HS := $(VENV)/bin/hollowscale
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-distill setup-unit test test-e2e test-flakes lint lint-only unit integration scale-test bench bench-cluster bench-hollow bench-loadgen \
-        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile bench-topology kind-node-image kind-up cluster-up cluster-down clean nightly plan
+        bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile bench-topology bench-faults kind-node-image kind-up cluster-up cluster-down clean nightly plan
 
 KUEUE ?= 0
 REAL_NODES ?= 0
@@ -107,7 +107,10 @@ bench-gang-profile: setup ## where kube-scheduler's CPU goes under in-tree gang 
 bench-topology: setup-test ## gangs placed by topology per variant: Kueue TAS on Kueue's perf shape, 2,560 / 5,120 nodes, a preemption-heavy mix, in-tree TAS at 5,000 nodes, registration with and without labels; medians of 3 (hours) -> reports/bench/topology.json
 	$(PY) tests/bench/bench_topology.py
 
-bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile bench-topology
+bench-faults: setup-test ## training gangs through pod crashes and lost nodes at 1,000 and 5,000 GPU nodes: Job per-index vs JobSet Recreate vs BlockingRecreate; recovery p50/p99, GPU-hours wasted, ETTR; medians of 3 (hours) -> reports/bench/faults.json
+	$(PY) tests/bench/bench_faults.py
+
+bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile bench-topology bench-faults
 
 kind-node-image: setup ## the kind node image built here (no registry), loaded into hollowscale's podman
 	$(PY) -m hollowscale kind node-image

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hollowscale.measure.timeline import Timeline
+from hollowscale.measure.timeline import JobRecord, Timeline
 from hollowscale.scenario import Scenario
 from hollowscale.training import report
 from hollowscale.training.recovery import training_recovery
@@ -34,6 +34,16 @@ def applies(sc: Scenario) -> bool:
     """Some workload checkpoints, or some fault is aimed at the jobs."""
     return any(w.checkpoint_interval is not None for w in sc.workloads) or any(
         f.on_nodes or f.is_process or f.workload is not None or f.count is not None for f in sc.faults)
+
+
+def failed_for_good(jobs: list[JobRecord]) -> dict[str, list[str]]:
+    """Workload -> the instances whose current Jobs failed (a Job deleted before it completed was superseded by
+    a JobSet's restart and does not count; one that failed and stayed is the controller giving up)."""
+    out: dict[str, set[str]] = {}
+    for j in jobs:
+        if j.kind == "Job" and j.outcome == "Failed" and j.deleted_ms is None:
+            out.setdefault(j.workload, set()).add(j.instance)
+    return {w: sorted(v) for w, v in sorted(out.items())}
 
 
 def firings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -55,12 +65,14 @@ class TrainingFeature(report.TrainingSection):
     def summarize(self, summary: dict[str, Any], t0: float) -> None:
         if self.timeline is None:
             return
-        pods = self.timeline.snapshot()[0]
+        pods, jobs = self.timeline.snapshot()
         checkpoints = {w.name: w.checkpoint_interval for w in self.sc.workloads}
         m = training_recovery(pods, firings(summary.get("faults") or []), checkpoints, time.time() * 1000.0)
         for row in m["faults"]:
             row["at_s"] = round(row["t_ms"] / 1000.0 - t0, 3)
         m["checkpoint_s"] = {k: v for k, v in checkpoints.items() if v is not None}
+        m["failed_for_good"] = failed_for_good(jobs)
+        m["summary"]["jobs_failed_for_good"] = sum(len(v) for v in m["failed_for_good"].values())
         m["related"] = dict(report.RELATED)
         summary.setdefault("measurements", {})["training"] = m
         summary.setdefault("sources", {})["training"] = dict(SOURCES)
