@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from hollowscale.report.html import table
 from hollowscale.report.numbers import number
 
 TITLE = "Training jobs through failures"
@@ -91,15 +92,13 @@ def markdown_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def html_parts(summary: dict[str, Any]) -> list[str]:
-    table = rows(summary)
-    if not table:
+    rows_ = rows(summary)
+    if not rows_:
         return []
-    parts = [f"<h2>{html.escape(TITLE)}</h2>", "<table><tr><th>figure</th><th>value</th></tr>" + "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in table) + "</table>"]
+    parts = [f"<h2>{html.escape(TITLE)}</h2>", table(["figure", "value"], [[html.escape(c) for c in r] for r in rows_])]
     listed = fault_rows(summary)
     if listed:
-        parts.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr>" + "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in listed) + "</table>")
+        parts.append(table(HEADERS, [[html.escape(c) for c in r] for r in listed]))
     return parts
 
 

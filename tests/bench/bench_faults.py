@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_topology import COMMIT, _get, _median, binding_summary  # noqa: E402
+import fullrun  # noqa: E402
+from bench_topology import binding_summary  # noqa: E402
+from fullrun import add_trials, get, harness_cores, median, run_trial  # noqa: E402
 from machine import machine_facts  # noqa: E402
 from portable import portable  # noqa: E402
 
-from hollowscale.run.orchestrator import EXIT_INTERRUPTED, Runner  # noqa: E402
 from hollowscale.scenario import parse_scenario  # noqa: E402
 from hollowscale.versions import JOBSET_VERSION  # noqa: E402
 
@@ -113,21 +111,16 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
     m = s.get("measurements") or {}
     t = m.get("training") or {}
     ts = t.get("summary") or {}
-    harness = m.get("harness_processes") or {}
-    duration = s.get("duration_s") or 0
-    collector_busy = _get(s, "collector", "busy_s") or 0
     return {
         "complete": s.get("complete"), "incomplete_reason": s.get("incomplete_reason"),
         "summary": ts, "jobs": len(t.get("jobs") or []),
-        "recovered_p50_s": _get(ts, "recovered_s", "p50"), "recovered_p99_s": _get(ts, "recovered_s", "p99"),
-        "reaction_p50_s": _get(ts, "reaction_s", "p50"), "reaction_p99_s": _get(ts, "reaction_s", "p99"),
+        "recovered_p50_s": get(ts, "recovered_s", "p50"), "recovered_p99_s": get(ts, "recovered_s", "p99"),
+        "reaction_p50_s": get(ts, "reaction_s", "p50"), "reaction_p99_s": get(ts, "reaction_s", "p99"),
         "wasted_gpu_hours": ts.get("wasted_gpu_hours"), "ettr": ts.get("ettr"), "restarts": ts.get("restarts"),
         "faults_fired": ts.get("faults_fired"), "unrecovered": ts.get("unrecovered"),
         "jobs_failed_for_good": ts.get("jobs_failed_for_good"),
-        "components_cpu": {k: v.get("cpu_cores_avg") for k, v in (_get(m, "components", "by_job") or {}).items()},
-        "harness_cpu_cores": round(sum((v or {}).get("cpu_cores_avg") or 0 for v in harness.values())
-                                   + (collector_busy / duration if duration else 0), 3),
-        "binding": _get(m, "attribution", "words"),
+        "components_cpu": {k: v.get("cpu_cores_avg") for k, v in (get(m, "components", "by_job") or {}).items()},
+        "harness_cpu_cores": harness_cores(s), "binding": get(m, "attribution", "words"),
     }
 
 
@@ -136,15 +129,8 @@ def trial(doc: dict[str, Any], variant: str, work: Path, tag: str) -> dict[str, 
 
     sc = parse_scenario(doc, f"bench-faults:{doc['name']}")
     v = sc.with_variant(next(VariantSpec(**x) for x in doc["variants"] if x["name"] == variant))
-    load = [round(x, 2) for x in os.getloadavg()]
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    t0 = time.monotonic()
-    runner = Runner(v, work, quiet=True, run_id=f"bf-{tag}", run_dir=work / tag, point_latest=False)
-    code = runner.run()
-    if code == EXIT_INTERRUPTED:
-        raise SystemExit(EXIT_INTERRUPTED)
-    return {"variant": variant, "exit": code, "started": started, "commit": COMMIT, "load_average_at_start": load,
-            "wall_s": round(time.monotonic() - t0, 1), "run_dir": str(runner.run_dir), **figures_of(runner.summary)}
+    record, summary = run_trial(v, work, tag, f"bf-{tag}")
+    return {"variant": variant, **record, **figures_of(summary)}
 
 
 KEYS = ("recovered_p50_s", "recovered_p99_s", "reaction_p50_s", "reaction_p99_s", "wasted_gpu_hours", "ettr",
@@ -153,7 +139,7 @@ KEYS = ("recovered_p50_s", "recovered_p99_s", "reaction_p50_s", "reaction_p99_s"
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over a variant's repeats."""
-    return {"n": len(rows), **{k: _median(rows, k) for k in KEYS},
+    return {"n": len(rows), **{k: median(rows, k) for k in KEYS},
             "binding_summary": binding_summary([str(r.get("binding")) for r in rows])}
 
 
@@ -174,12 +160,7 @@ def markdown(doc: dict[str, Any]) -> str:
                        f"{m['reaction_p50_s']} / {m['reaction_p99_s']} | {m['wasted_gpu_hours']} | {m['ettr']} | "
                        f"{m['restarts']} | {m['faults_fired']} | {m['unrecovered']} | {m['jobs_failed_for_good']} | "
                        f"{m['harness_cpu_cores']} | {m['binding_summary']} |")
-    out += ["", "## Trials", ""]
-    for r in doc.get("results", []):
-        for name, v in r["variants"].items():
-            said = [f"{t['started']} ({t['commit']}, load {t['load_average_at_start'][0]}, exit {t['exit']}, "
-                    f"{t['wall_s']} s)" for t in v.get("trials", [])]
-            out.append(f"- {r['point']} / {name}: " + "; ".join(said))
+    out += ["", "## Trials", "", *fullrun.trial_lines(doc)]
     out += ["", "## Anchors", "", *[f"- {a['source']}: {a['figure']}" for a in ANCHORS],
             *[f"- differs: {d}" for d in DIFFERENCES], ""]
     out += [f"- not measured: {n}" for n in doc.get("not_measured", [])]
@@ -187,9 +168,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def save(args: argparse.Namespace, doc: dict[str, Any]) -> None:
-    shown = portable(doc)
-    (args.out / "faults.json").write_text(json.dumps(shown, indent=2) + "\n")
-    (args.out / "faults.md").write_text(markdown(shown))
+    fullrun.save(args.out, "faults", doc, markdown)
 
 
 def main() -> int:
@@ -219,14 +198,14 @@ def main() -> int:
         doc["results"] = [r for r in doc["results"] if r.get("point") != point] + [res]
         for name in (v for v in KINDS if not only or v in only):
             print(f"{point} / {name}", flush=True)
-            rows = list((res["variants"].get(name) or {}).get("trials") or []) if args.extend else []
-            for i in range(len(rows), args.repeats):
-                rows.append(trial(scenario_doc(point, args), name, args.work, f"{point}-{name}-{i}"))
-                r = rows[-1]
+
+            def one(i: int, point: str = point, name: str = name) -> dict[str, Any]:
+                r = trial(scenario_doc(point, args), name, args.work, f"{point}-{name}-{i}")
                 print(f"  trial {i}: exit {r['exit']}, whole again p50 {r['recovered_p50_s']} s, ETTR {r['ettr']}, "
                       f"wall {r['wall_s']} s", flush=True)
-                res["variants"][name] = {"trials": rows, "medians": summarise(rows)}
-                save(args, doc)
+                return r
+
+            add_trials(res, name, args.repeats, args.extend, one, summarise, lambda: save(args, doc))
     print(markdown(portable(doc)))
     return 0
 

@@ -37,11 +37,9 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +47,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fullrun  # noqa: E402
+from fullrun import add_trials, harness_cores, run_trial  # noqa: E402
+from fullrun import get as _get  # noqa: E402
+from fullrun import median as _median  # noqa: E402
 from machine import machine_facts  # noqa: E402
 from portable import portable  # noqa: E402
 
-from hollowscale.run.orchestrator import EXIT_INTERRUPTED, Runner  # noqa: E402
 from hollowscale.scenario import parse_scenario  # noqa: E402
 
 #: Kueue's TAS performance test, read from sigs.k8s.io/kueue v0.17.0 test/performance/scheduler/configs/tas
@@ -200,12 +201,6 @@ def intree_doc(args: argparse.Namespace) -> dict[str, Any]:
     return _base("intree-5000", 5000, pool, workloads, [], args.intree_rate, args.intree_load_s, args.settle_s)
 
 
-def _get(d: Any, *path: str) -> Any:
-    for p in path:
-        d = d.get(p) if isinstance(d, dict) else None
-    return d
-
-
 def figures_of(s: dict[str, Any]) -> dict[str, Any]:
     """The figures a trial contributes, from its summary.json."""
     m = s.get("measurements") or {}
@@ -214,9 +209,6 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
     adm = t.get("admission") or {}
     wall = s.get("load_duration_s") or 0
     admitted = _get(adm, "admitted_s", "count")
-    harness = m.get("harness_processes") or {}
-    collector_busy = _get(s, "collector", "busy_s") or 0
-    duration = s.get("duration_s") or 0
     timings = s.get("timings") or {}
     return {
         "complete": s.get("complete"), "incomplete_reason": s.get("incomplete_reason"),
@@ -235,8 +227,7 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
         "scheduler_pods_per_s": m.get("scheduling_throughput_pods_per_s"),
         "registration_s": round((timings.get("agents") or 0) + (timings.get("ready-barrier") or 0), 2),
         "components_cpu": {k: v.get("cpu_cores_avg") for k, v in (_get(m, "components", "by_job") or {}).items()},
-        "harness_cpu_cores": round(sum((v or {}).get("cpu_cores_avg") or 0 for v in harness.values())
-                                   + (collector_busy / duration if duration else 0), 3),
+        "harness_cpu_cores": harness_cores(s),
         "binding": _get(m, "attribution", "words"),
         # Kueue's own counters: how many workloads its preemptions evicted, and the cycles that found no room
         # (a preempting workload's attempts end inadmissible until its victims are gone)
@@ -245,33 +236,14 @@ def figures_of(s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _commit() -> str:
-    """The commit the bench's process loaded (read once, at the start: a commit made while it runs is not the
-    code it runs), so that trials added to a merged file by a later invocation say which code they ran."""
-    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":!reports"], capture_output=True, text=True).stdout.strip()  # results are not code
-    return (out.stdout.strip() or "unknown") + ("+changes" if dirty else "")
-
-
-COMMIT = _commit()
-
-
 def trial(doc: dict[str, Any], variant: dict[str, Any], work: Path, tag: str) -> dict[str, Any]:
     from hollowscale.scenario.batch import VariantSpec
 
     doc = dict(doc, variants=[variant]) if variant else doc  # validated with the scenario, as a user's file is
     sc = parse_scenario(doc, f"bench-topology:{doc['name']}")
     v = sc.with_variant(VariantSpec(**variant)) if variant else sc
-    load = [round(x, 2) for x in os.getloadavg()]
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    t0 = time.monotonic()
-    runner = Runner(v, work, quiet=True, run_id=f"bt-{tag}", run_dir=work / tag, point_latest=False)
-    code = runner.run()
-    if code == EXIT_INTERRUPTED:  # Ctrl-C: the trial tore itself down; stop the bench too
-        raise SystemExit(EXIT_INTERRUPTED)
-    return {"variant": variant.get("name", "-"), "exit": code, "started": started, "commit": COMMIT,
-            "load_average_at_start": load, "wall_s": round(time.monotonic() - t0, 1), "run_dir": str(runner.run_dir), **figures_of(runner.summary)}
+    record, summary = run_trial(v, work, tag, f"bt-{tag}")
+    return {"variant": variant.get("name", "-"), **record, **figures_of(summary)}
 
 
 #: the jobs-per-hour decomposition's figures (hollowscale/topology/throughput.py) a bench row shows
@@ -279,11 +251,6 @@ THROUGHPUT_KEYS = ("window_s", "gangs", "completed", "not_completed.spread", "no
                    "not_completed.waits_and_spread", "not_completed.too_late", "not_completed.other",
                    "completed_wait_s_avg", "completed_stretch_s_avg", "last_completed.wait_s",
                    "last_completed.stretch_s")
-
-
-def _median(rows: list[dict[str, Any]], key: str) -> float | None:
-    vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
-    return round(statistics.median(vals), 3) if vals else None
 
 
 def _pct(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -459,12 +426,7 @@ def markdown(doc: dict[str, Any]) -> str:
                            + " | ".join(str(tp.get(k)) for k in THROUGHPUT_KEYS) + " |")
     out += ["", "## Trials", "", "Each trial's start (UTC), the commit it ran on and the load average at its start; "
             "trials with no start recorded are the first run, committed with its results in a7ced31.", ""]
-    for r in doc.get("results", []):
-        for name, v in r["variants"].items():
-            said = [f"{t.get('started') or 'first run'} ({t.get('commit') or '-'}, load {t['load_average_at_start'][0]}"
-                    f", exit {t['exit']}, {t['wall_s']} s)" for t in v.get("trials", [])]
-            if said:
-                out.append(f"- {r['point']} / {name}: " + "; ".join(said))
+    out += fullrun.trial_lines(doc)
     out += ["", "## Anchors", "", f"- Kueue TAS: {json.dumps(KUEUE_TAS_ANCHOR)}",
             *[f"- differs: {d}" for d in DIFFERENCES], f"- in-tree TAS: {json.dumps(INTREE_ANCHOR)}", ""]
     for note in doc.get("not_measured", []):
@@ -473,9 +435,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def save(args: argparse.Namespace, doc: dict[str, Any]) -> None:
-    shown = portable(doc)
-    (args.out / "topology.json").write_text(json.dumps(shown, indent=2) + "\n")
-    (args.out / "topology.md").write_text(markdown(shown))
+    fullrun.save(args.out, "topology", doc, markdown)
 
 
 def main() -> int:
@@ -519,15 +479,15 @@ def main() -> int:
         doc["results"] = [r for r in doc["results"] if r.get("point") != point] + [res]
         for name in (v for v in variants if not only or v in only):
             print(f"{point} / {name}", flush=True)
-            earlier = (res["variants"].get(name) or {}).get("trials") or []
-            rows = list(earlier) if args.extend else []
-            for i in range(len(rows), args.repeats):
-                rows.append(trial(make(args), ALL_VARIANTS[name], args.work, f"{point}-{name}-{i}"))
-                r = rows[-1]
+
+            def one(i: int, point: str = point, name: str = name,
+                    make: Callable[[argparse.Namespace], dict[str, Any]] = make) -> dict[str, Any]:
+                r = trial(make(args), ALL_VARIANTS[name], args.work, f"{point}-{name}-{i}")
                 print(f"  trial {i}: exit {r['exit']}, admitted/s {r['workloads_admitted_per_s']}, "
                       f"pods/s {_get(r, 'scheduler_pods_per_s', 'avg')}, wall {r['wall_s']} s", flush=True)
-                res["variants"][name] = {"trials": rows, "medians": summarise(rows)}
-                save(args, doc)
+                return r
+
+            add_trials(res, name, args.repeats, args.extend, one, summarise, lambda: save(args, doc))
     print(markdown(portable(doc)))
     return 0
 
