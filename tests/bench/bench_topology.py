@@ -431,6 +431,8 @@ def markdown(doc: dict[str, Any]) -> str:
             *[f"- differs: {d}" for d in DIFFERENCES], f"- in-tree TAS: {json.dumps(INTREE_ANCHOR)}", ""]
     for note in doc.get("not_measured", []):
         out.append(f"- not measured: {note}")
+    for note in doc.get("notes", []):
+        out.append(f"- note: {note}")
     return "\n".join(out) + "\n"
 
 
