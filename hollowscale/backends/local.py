@@ -89,7 +89,8 @@ class LocalBackend:
         d = self._dir()
         nodes = real_node_settings(c)
         self.cluster = LocalCluster(d, profile=c.profile, gang_scheduling=c.gang_scheduling, kueue=c.kueue,
-                                    real_nodes=nodes, jobset=c.jobset)
+                                    real_nodes=nodes, jobset=c.jobset,
+                                    kueue_pods_ready=c.kueue_pods_ready.to_kueue() if c.kueue_pods_ready else None)
         info = self.cluster.up(progress=log, timeout_s=240)
         if info.profile != c.profile:
             raise RuntimeError(f"the running cluster in {d} has profile {info.profile!r}, the scenario asks for "

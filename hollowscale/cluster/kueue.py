@@ -221,10 +221,11 @@ def check_can_run() -> None:
         raise KueueError("`unshare` (util-linux) is not installed; Kueue needs it for its mount namespace")
 
 
-def features(ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS) -> dict[str, Any]:
+def features(ports: KueuePorts, frameworks: Iterable[str] = FRAMEWORKS,
+             wait_for_pods_ready: dict[str, Any] | None = WAIT_FOR_PODS_READY) -> dict[str, Any]:
     """What ``ClusterInfo.features['kueue']`` records of this Kueue."""
     return {"version": KUEUE_VERSION, "feature_gates": FEATURE_GATES, "frameworks": list(frameworks),
-            "fair_sharing": copy.deepcopy(FAIR_SHARING), "wait_for_pods_ready": copy.deepcopy(WAIT_FOR_PODS_READY),
+            "fair_sharing": copy.deepcopy(FAIR_SHARING), "wait_for_pods_ready": copy.deepcopy(wait_for_pods_ready),
             "namespace": NAMESPACE, "ports": json.loads(json.dumps(ports.__dict__))}
 
 

@@ -196,6 +196,8 @@ class LocalCluster:
             (:func:`hollowscale.cluster.profiles.with_client_limits`; a plan varies them).
         scheduler_config: the run's own KubeSchedulerConfiguration fields (profiles, ...; see
             ``components.scheduler.USER_FIELDS``): a trace replay's scheduler profile.
+        kueue_pods_ready: Kueue's ``waitForPodsReady`` (timeout, recovery timeout, requeuing backoff) when a
+            scenario sets it; None: Kueue's as :data:`hollowscale.cluster.kueue.WAIT_FOR_PODS_READY` says.
     """
 
     def __init__(self, dir: Path = DEFAULT_DIR, profile: str = "default", apiserver_port: int = 0,
@@ -203,7 +205,7 @@ class LocalCluster:
                  kueue_bin: Path | None = None, real_nodes: int | realnode.RealNodeSettings | None = None,
                  kubelet_bin: Path | None = None, client_limits: dict[str, tuple[float, int]] | None = None,
                  scheduler_config: dict[str, Any] | None = None, jobset: bool = False,
-                 jobset_bin: Path | None = None) -> None:
+                 jobset_bin: Path | None = None, kueue_pods_ready: dict[str, Any] | None = None) -> None:
         self.dir = Path(dir).absolute()
         self.client_limits = dict(client_limits or {})
         #: the run's own KubeSchedulerConfiguration fields (``scheduler.USER_FIELDS``: profiles ...)
@@ -213,6 +215,7 @@ class LocalCluster:
         self.bins = bins or binaries()
         self.gang_scheduling = gang_scheduling
         self.kueue_bin = kueue_bin or kueue_binary()
+        self.kueue_pods_ready = kueue_pods_ready or kueue_mod.WAIT_FOR_PODS_READY
         self.jobset_bin = jobset_bin or jobset_binary()
         #: controllers installed beside the control plane (:class:`~hollowscale.cluster.installed.InstalledComponent`)
         self.installed: list[InstalledComponent] = [self.installable(name) for name in INSTALLABLE
@@ -230,7 +233,7 @@ class LocalCluster:
     def installable(self, name: str) -> InstalledComponent:
         """The component ``name`` of :data:`INSTALLABLE` for this cluster's dir and binaries."""
         if name == "kueue":
-            return KueueComponent(self.kueue_layout, self.kueue_bin)
+            return KueueComponent(self.kueue_layout, self.kueue_bin, self.kueue_pods_ready)
         if name == "jobset":
             return JobSetComponent(JobSetLayout(self.dir / "jobset"), self.jobset_bin)
         raise ValueError(f"no installable component {name!r}; expected one of: {', '.join(INSTALLABLE)}")
@@ -429,6 +432,11 @@ class LocalCluster:
                    **{name: bool(existing.features.get(name)) for name in INSTALLABLE}}
         wanted = {"gang_scheduling": self.gang_scheduling,
                   **{name: any(c.name == name for c in self.installed) for name in INSTALLABLE}}
+        ran = (existing.features.get("kueue") or {}).get("wait_for_pods_ready") if running["kueue"] else None
+        if running["kueue"] and wanted["kueue"] and ran != self.kueue_pods_ready:
+            raise ClusterError(f"the running cluster in {self.dir} runs Kueue with waitForPodsReady {ran}, this asks "
+                               f"for {self.kueue_pods_ready}; stop it (hollowscale cluster down --dir {self.dir}) "
+                               "or use another --dir")
         if running != wanted:
             def show(f: dict[str, bool]) -> str:
                 on = [k.replace("_", "-") for k, v in f.items() if v]

@@ -40,14 +40,14 @@ the names to node label keys for the load.  :func:`check_topology` says what doe
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from hollow.nodebody import POOL_LABEL, RACK_LABEL
 from hollow.pools import PoolSpec
 from hollowscale.scenario.dra import GPU_MODES
-from kubecore.schema import DnsLabel, Quantity, Spec, number, one_of, problem
+from kubecore.schema import DnsLabel, Quantity, Seconds, Spec, number, one_of, problem
 from loadgen.spec import TOPOLOGY_RENDERINGS, Namespace, WorkloadSpec
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -91,6 +91,47 @@ class PriorityClassSpec(Spec):
     description: str = ""
 
 
+def _positive_seconds(value: float) -> float:
+    if value <= 0:
+        raise problem(f"expected a duration > 0s, got {value:g}s")
+    return value
+
+
+class PodsReadySpec(Spec):
+    """Kueue's ``waitForPodsReady``: how long an admitted workload may wait for all its pods to be Ready, and
+    what happens after (Kueue evicts it, suspending its Job, and requeues it after a backoff).
+
+    Attributes:
+        timeout: from admission to PodsReady (every pod Ready) before Kueue evicts and requeues it.
+        recovery_timeout: after a Ready workload lost a pod (PodsReady false again: a pod failed and its
+            replacement is awaited), how long before Kueue evicts and requeues it (Kueue's default: the timeout).
+        backoff_base_s: the requeue delay's base: about ``base x 2^(n-1)`` before the n-th requeue (Kueue: 60).
+        backoff_max_s: the longest requeue delay (Kueue: 3600).
+        backoff_limit: requeues before Kueue deactivates the workload for good (Kueue: no limit).
+        block_admission: no other workload of the ClusterQueue is admitted until this one's pods are Ready.
+    """
+
+    timeout: Annotated[Seconds, AfterValidator(_positive_seconds)] = 300.0
+    recovery_timeout: Seconds | None = None
+    backoff_base_s: number(1, 86400, integer=True) | None = None  # type: ignore[valid-type]
+    backoff_max_s: number(1, 86400, integer=True) | None = None  # type: ignore[valid-type]
+    backoff_limit: number(0, 1000, integer=True) | None = None  # type: ignore[valid-type]
+    block_admission: StrictBool = False
+
+    def to_kueue(self) -> dict[str, Any]:
+        """The ``waitForPodsReady`` of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)."""
+        doc: dict[str, Any] = {"timeout": f"{self.timeout:g}s", "blockAdmission": self.block_admission}
+        if self.recovery_timeout is not None:
+            doc["recoveryTimeout"] = f"{self.recovery_timeout:g}s"
+        strategy = {key: int(value) for key, value in (("backoffBaseSeconds", self.backoff_base_s),
+                                                        ("backoffMaxSeconds", self.backoff_max_s),
+                                                        ("backoffLimitCount", self.backoff_limit))
+                    if value is not None}
+        if strategy:
+            doc["requeuingStrategy"] = strategy
+        return doc
+
+
 class VariantSpec(Spec):
     """One way to run the scenario: which scheduling features are on, and how GPUs are asked for
     (``gpus``: counted | claims | extended, ``gpu_sharing``; see :mod:`hollowscale.scenario.dra`).
@@ -103,6 +144,8 @@ class VariantSpec(Spec):
         jobset: the local cluster also runs JobSet (on when ``cluster.jobset`` is, whatever the variant says).
         workloads: the workloads this variant submits (names of ``workloads``; default all of them), so that
             variants can compare one job under different controllers or failure policies on the same load.
+        kueue_pods_ready: Kueue's ``waitForPodsReady`` in this variant (:class:`PodsReadySpec`; needs ``kueue``),
+            instead of ``cluster.kueue_pods_ready``.
     """
 
     name: DnsLabel
@@ -114,6 +157,7 @@ class VariantSpec(Spec):
     gpu_sharing: StrictBool | None = None
     topology: one_of(*TOPOLOGY_RENDERINGS) = "affinity"  # type: ignore[valid-type]
     workloads: tuple[DnsLabel, ...] | None = None
+    kueue_pods_ready: PodsReadySpec | None = None
 
     @property
     def kueue_tas(self) -> bool:

@@ -27,6 +27,7 @@ from hollow.pools import Pools, PoolSpec, pools_to_doc
 from hollowscale.paths import REPO_ROOT
 from hollowscale.scenario.batch import (
     CohortSpec,
+    PodsReadySpec,
     PriorityClassSpec,
     TenantSpec,
     VariantSpec,
@@ -144,6 +145,9 @@ class ClusterSpec(Spec):
         kueue: the local cluster runs Kueue; queued workloads go to their tenant's LocalQueue.
         jobset: the local cluster runs JobSet (:mod:`hollowscale.cluster.jobset`): its CRD, webhooks and
             controller, as its install has them.
+        kueue_pods_ready: Kueue's ``waitForPodsReady`` (:class:`~hollowscale.scenario.batch.PodsReadySpec`:
+            timeout, recovery timeout, requeuing backoff); unset: Kueue's as the local cluster configures it
+            (timeout 5 min, the recovery timeout the same, Kueue's own backoff).  A variant may set its own.
         volcano: the cluster (``existing`` or ``kind``) runs Volcano: Job workloads are submitted as
             Volcano Jobs (``schedulerName: volcano``, ``minAvailable``, the tenant's Volcano Queue).
             Not run by hollowscale's own tests: no Volcano is available here.
@@ -168,6 +172,7 @@ class ClusterSpec(Spec):
     gang_scheduling: StrictBool = False
     kueue: StrictBool = False
     jobset: StrictBool = False
+    kueue_pods_ready: PodsReadySpec | None = None
     volcano: StrictBool = False
     real_nodes: number(0, 16, integer=True) = 0  # type: ignore[valid-type]
     real_node_gpus: RealNodeGpus | None = None
@@ -561,6 +566,13 @@ class ScenarioFile(Spec):
         for i, t in enumerate(self.tenants):
             problems += _tenant_load_problems(i, t, self.cluster.namespace)
         problems += check_variants(self.variants, self.workloads)
+        if self.cluster.kueue_pods_ready is not None and not (self.cluster.kueue or any(v.kueue for v in self.variants)):
+            problems.append((("cluster", "kueue_pods_ready"), "configures Kueue, which this scenario does not run: "
+                                                              "set cluster.kueue or a variant's kueue"))
+        for i, v in enumerate(self.variants):
+            if v.kueue_pods_ready is not None and not v.kueue:
+                problems.append((("variants", i, "kueue_pods_ready"), "configures Kueue, which this variant does "
+                                                                      "not run: set its kueue: true"))
         problems += check_topology(self.pools, self.workloads, self.variants)
         allocatable = {p.name: dict(p.allocatable) for p in self.pools}
         for i, c in enumerate(self.cohorts):
@@ -739,7 +751,8 @@ class Scenario:
     def with_variant(self, v: VariantSpec) -> Scenario:
         """This scenario as variant ``v`` runs it: the cluster's features and the load's rendering."""
         cluster = self.cluster.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,
-                                                  "jobset": v.jobset or self.cluster.jobset})
+                                                  "jobset": v.jobset or self.cluster.jobset,
+                                                  "kueue_pods_ready": v.kueue_pods_ready or self.cluster.kueue_pods_ready})
         chosen = self.workloads if v.workloads is None else tuple(w for w in self.workloads if w.name in v.workloads)
         pools, workloads = apply_gpu_mode(self.pools, chosen, v.gpus, v.gpu_sharing)  # counted|claims|extended
         load = self.load.model_copy(update={"gang_scheduling": v.gang_scheduling, "kueue": v.kueue,

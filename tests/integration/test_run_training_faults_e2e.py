@@ -1,7 +1,8 @@
-"""scenarios/training-faults.yaml end to end, in a short form (make test-e2e): its three variants on fresh local
-clusters with JobSet, the same arrivals and fault seeds, shortened (60 s of work, 20 s checkpoints, a minute of
+"""scenarios/training-faults.yaml end to end, in a short form (make test-e2e): its four variants on fresh local
+clusters with JobSet (and Kueue for kueue-requeue), the same arrivals and fault seeds, shortened (60 s of work, 20 s checkpoints, a minute of
 arrivals).  Every variant completes with its training section; every job finished, none failed for good; the
-faults hit jobs and each one recovered; the JobSets restarted; the comparison holds the three."""
+faults hit jobs and each one recovered; the JobSets restarted; Kueue evicted and readmitted the queued Job; the
+comparison holds the four."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_training_faults_short_form(tmp_path: Path) -> None:
     r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 1500, cwd=ROOT)
     parent = (out / "latest").resolve()
     comparison = json.loads((parent / "comparison.json").read_text())
-    names = ["job-podfailurepolicy", "jobset-recreate", "jobset-blockingrecreate"]
+    names = ["job-podfailurepolicy", "jobset-recreate", "jobset-blockingrecreate", "kueue-requeue"]
     assert [v["name"] for v in comparison["variants"]] == names, (r.stdout[-2000:], r.stderr[-2000:])
     for name in names:
         s = json.loads((parent / name / "summary.json").read_text())
@@ -47,3 +48,7 @@ def test_training_faults_short_form(tmp_path: Path) -> None:
         assert ts["restarts"] >= 1 and 0 < ts["ettr"] < 1, (name, ts)
         assert all(row["recovered"] in (True, None) for row in t["faults"]), (name, t["faults"])
         assert "## Training jobs through failures" in (parent / name / "summary.md").read_text()
+        if name == "kueue-requeue":  # Kueue's recovery timeout evicted the Job whose pod failed; it came back
+            assert s["cluster"]["features"]["kueue"]["wait_for_pods_ready"]["recoveryTimeout"] == "5s"
+            pre = s["measurements"]["batch"]["preemption"]["jobs_evicted"]
+            assert pre["evictions"] >= 1 and pre["readmitted_jobs"] >= 1, pre

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -315,3 +316,50 @@ def test_the_annotation_is_the_same_for_loadgen_and_hollow() -> None:
 def test_a_distribution_says_its_largest_draw(doc: Any, bound: float) -> None:
     assert parse_dist(doc).upper_bound() == bound
     assert DurationDist.fixed(5.0).upper_bound() == 5.0
+
+
+# ----------------------------------------------------------------------------------- Kueue's waitForPodsReady
+
+
+def test_kueue_pods_ready_renders_kueues_configuration_and_a_variant_may_set_its_own() -> None:
+    from hollowscale.cluster.kueue import KueueLayout, KueuePorts, render_config
+    from hollowscale.scenario.batch import VariantSpec
+
+    ready = {"timeout": "2m", "recovery_timeout": "5s", "backoff_base_s": 5, "backoff_max_s": 30, "backoff_limit": 3}
+    sc = parse_scenario(_scenario(variants=[{"name": "plain", "kueue": True},
+                                            {"name": "requeue", "kueue": True, "kueue_pods_ready": ready}]), "s.yaml")
+    assert sc.cluster.kueue_pods_ready is None
+    plain, requeue = (sc.with_variant(VariantSpec(**v.model_dump())) for v in sc.variants)
+    assert plain.cluster.kueue_pods_ready is None
+    doc = requeue.cluster.kueue_pods_ready.to_kueue()
+    assert doc == {"timeout": "120s", "blockAdmission": False, "recoveryTimeout": "5s",
+                   "requeuingStrategy": {"backoffBaseSeconds": 5, "backoffMaxSeconds": 30, "backoffLimitCount": 3}}
+    config = render_config(KueueLayout(Path("/k")), KueuePorts(1, 2, 3), wait_for_pods_ready=doc)
+    assert config["waitForPodsReady"] == doc
+
+
+def test_kueue_pods_ready_needs_kueue_and_sane_values() -> None:
+    ready = {"timeout": "1m"}
+    assert _problems(_scenario(cluster={"backend": "local", "kueue_pods_ready": ready})) == {
+        "cluster.kueue_pods_ready": "configures Kueue, which this scenario does not run: set cluster.kueue or a "
+                                    "variant's kueue"}
+    assert _problems(_scenario(variants=[{"name": "v", "kueue_pods_ready": ready}])) == {
+        "variants[0].kueue_pods_ready": "configures Kueue, which this variant does not run: set its kueue: true"}
+    assert _problems(_scenario(variants=[{"name": "v", "kueue": True, "kueue_pods_ready": {"timeout": "0s"}}])) == {
+        "variants[0].kueue_pods_ready.timeout": "expected a duration > 0s, got 0s"}
+    assert _problems(_scenario(variants=[{"name": "v", "kueue": True,
+                                          "kueue_pods_ready": {"backoff_base_s": 0}}])) == {
+        "variants[0].kueue_pods_ready.backoff_base_s": "expected an integer >= 1, got 0"}
+
+
+def test_a_running_cluster_with_another_pods_ready_is_not_reused(tmp_path: Path) -> None:
+    from hollowscale.cluster.local import ClusterError, LocalCluster, _State
+
+    wanted = {"timeout": "120s", "blockAdmission": False, "recoveryTimeout": "5s"}
+    local = LocalCluster(tmp_path / "c", kueue=True, kueue_pods_ready=wanted)
+    assert local.installed[0].wait_for_pods_ready == wanted  # type: ignore[attr-defined]
+    running = _State("default", {}, features={"kueue": {"wait_for_pods_ready": {"timeout": "5m",
+                                                                                "blockAdmission": False}}})
+    with pytest.raises(ClusterError, match="runs Kueue with waitForPodsReady"):
+        local._check_features(running)
+    local._check_features(_State("default", {}, features={"kueue": {"wait_for_pods_ready": wanted}}))

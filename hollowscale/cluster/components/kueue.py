@@ -17,6 +17,7 @@ from hollowscale.cluster.kueue import (
     FEATURE_GATES,
     PORT_NAMES,
     USER,
+    WAIT_FOR_PODS_READY,
     KueueError,
     KueueLayout,
     check_can_run,
@@ -77,6 +78,13 @@ class KueueComponent(BuiltComponent[KueueLayout]):
     error = KueueError
     build_hint = "`make setup KUEUE=1` (or `hollowscale setup --kueue`) to build Kueue"
 
+    def __init__(self, layout: KueueLayout, binary: Path,
+                 wait_for_pods_ready: dict[str, Any] | None = WAIT_FOR_PODS_READY) -> None:
+        super().__init__(layout, binary)
+        #: Kueue's ``waitForPodsReady`` (v1beta2: present = on): the default, or a scenario's
+        #: (:meth:`hollowscale.scenario.batch.PodsReadySpec.to_kueue`)
+        self.wait_for_pods_ready = wait_for_pods_ready
+
     def find_module(self) -> Path:
         return module_dir()
 
@@ -89,8 +97,9 @@ class KueueComponent(BuiltComponent[KueueLayout]):
         """Its certificates (webhook and metrics serving, client), kubeconfig, mount point and Configuration."""
         write_credentials(self.layout, pki_dir, self.name, USER, api)
         self.layout.mount_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.layout.config.write_text(yaml.safe_dump(render_config(self.layout, ports_of(ports), client_qps=client_qps),
-                                                     sort_keys=False))
+        config = render_config(self.layout, ports_of(ports), client_qps=client_qps,
+                               wait_for_pods_ready=self.wait_for_pods_ready)
+        self.layout.config.write_text(yaml.safe_dump(config, sort_keys=False))
 
     def install_before_start(self, kubectl: Kubectl, timeout_s: float) -> None:
         install_before_start(kubectl, self.module, self.layout, timeout_s)
@@ -105,7 +114,7 @@ class KueueComponent(BuiltComponent[KueueLayout]):
         return {"webhooks": install_after_ready(kubectl, self.module, self.layout, ports_of(ports), ca_pem)}
 
     def features(self, ports: Mapping[str, int]) -> dict[str, Any]:
-        return features(ports_of(ports))
+        return features(ports_of(ports), wait_for_pods_ready=self.wait_for_pods_ready)
 
     def metrics(self, ports: Mapping[str, int]) -> tuple[str, Path] | None:
         return f"https://127.0.0.1:{ports['kueue-metrics']}/metrics", self.layout.token
