@@ -107,7 +107,7 @@ bench-gang-profile: setup ## where kube-scheduler's CPU goes under in-tree gang 
 bench-topology: setup-test ## gangs placed by topology per variant: Kueue TAS on Kueue's perf shape, 2,560 / 5,120 nodes, a preemption-heavy mix, in-tree TAS at 5,000 nodes, registration with and without labels; medians of 3 (hours) -> reports/bench/topology.json
 	$(PY) tests/bench/bench_topology.py
 
-bench-faults: setup-test ## training gangs through pod crashes and lost nodes at 1,000 and 5,000 GPU nodes: Job per-index vs JobSet Recreate vs BlockingRecreate; recovery p50/p99, GPU-hours wasted, ETTR; medians of 3 (hours) -> reports/bench/faults.json
+bench-faults: setup-test ## training gangs through pod crashes and lost nodes at 1,000 and 5,000 GPU nodes: Job per-index vs JobSet Recreate vs BlockingRecreate vs Kueue's requeue; recovery p50/p99, GPU-hours wasted, ETTR; medians of 3 (hours) -> reports/bench/faults.json
 	$(PY) tests/bench/bench_faults.py
 
 bench: bench-cluster bench-hollow bench-loadgen bench-distill bench-batch bench-scaling bench-plan bench-dra bench-trace bench-gang-profile bench-topology bench-faults

@@ -15,7 +15,8 @@ Each gang's work is ``--run-s`` seconds and it checkpoints every ``--checkpoint-
 ``--pod-rate`` per GPU-hour held and nodes are lost at ``--node-rate`` per GPU-hour held (deleted 30 s after,
 repaired 2 min after), both fault processes over the whole load and settle, seeded: a few faults per job.
 Variants (the same arrivals and fault seeds): ``job-podfailurepolicy`` (Indexed Jobs, one index replaced,
-disruptions ignored), ``jobset-recreate`` and ``jobset-blockingrecreate`` (JobSets restarted whole).
+disruptions ignored), ``jobset-recreate`` and ``jobset-blockingrecreate`` (JobSets restarted whole),
+``kueue-requeue`` (the Indexed Jobs admitted by Kueue, evicted and requeued by its ``waitForPodsReady``).
 
 Writes ``reports/bench/faults.json`` and ``.md`` after every trial (``--merge`` adds to the file, ``--extend``
 keeps a variant's committed trials): date, machine, load average at each trial's start, versions, the
@@ -61,7 +62,10 @@ DIFFERENCES = [
 ]
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-KINDS = {"job-podfailurepolicy": "job", "jobset-recreate": "jobset-r", "jobset-blockingrecreate": "jobset-b"}
+KINDS = {"job-podfailurepolicy": "job", "jobset-recreate": "jobset-r", "jobset-blockingrecreate": "jobset-b",
+         "kueue-requeue": "job-q"}
+#: kueue-requeue: Kueue evicts a Job whose pods are not all Ready 30 s after one failed, requeued after 10 s or more
+PODS_READY = {"timeout": "5m", "recovery_timeout": "30s", "backoff_base_s": 10, "backoff_max_s": 120}
 POINTS = {"faults-1000": (1000, (64, 128)), "faults-5000": (5000, (128, 256))}
 
 
@@ -70,8 +74,8 @@ def _workload(kind: str, pods: int, args: argparse.Namespace) -> dict[str, Any]:
     w: dict[str, Any] = {"name": f"{kind}-{pods}", "share": 1, "run_duration": f"{args.run_s}s",
                          "same_duration": True, "checkpoint_interval": f"{args.checkpoint_s}s",
                          "gang": {"min_members": "all"}}
-    if kind == "job":
-        w.update(kind="Job", backoff_limit_per_index=3, pod_failure_policy={"ignore_disruptions": True},
+    if kind in ("job", "job-q"):
+        w.update(kind="Job", queued=kind == "job-q", backoff_limit_per_index=3, pod_failure_policy={"ignore_disruptions": True},
                  roles=[{"name": "worker", "replicas": pods, "resources": res, "tolerations": [TOLERATION]}])
     else:
         strategy = "Recreate" if kind == "jobset-r" else "BlockingRecreate"
@@ -100,7 +104,11 @@ def scenario_doc(point: str, args: argparse.Namespace) -> dict[str, Any]:
                     "exit_code": 137, "seed": 36},
                    {"type": "node-lost", "at_s": "10s", "rate_per_gpu_hour": args.node_rate, "duration_s": span,
                     "delete_after_s": "30s", "repair_after_s": "120s", "seed": 37}],
-        "variants": [{"name": v, "workloads": [f"{k}-{n}" for n in sizes]} for v, k in KINDS.items()],
+        "tenants": [{"name": "ml", "quotas": {"gpu": {"cpu": str(nodes * 128), "memory": f"{nodes}Ti",
+                                                      "nvidia.com/gpu": nodes * 8}}}],
+        "variants": [{"name": v, "workloads": [f"{k}-{n}" for n in sizes],
+                      **({"kueue": True, "kueue_pods_ready": PODS_READY} if k == "job-q" else {})}
+                     for v, k in KINDS.items()],
         "measurements": {"settle_timeout_s": args.settle_s, "scrape_interval_s": 5},
         "slo_defaults": False, "slos": [], "timeout_s": 7200,
     }
@@ -174,7 +182,7 @@ def save(args: argparse.Namespace, doc: dict[str, Any]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", default=",".join(POINTS), help="comma-separated points: " + ", ".join(POINTS))
-    ap.add_argument("--variants", default="", help="only these variants (default: all three)")
+    ap.add_argument("--variants", default="", help="only these variants (default: all four)")
     ap.add_argument("--repeats", type=int, default=3, help="trials per variant (medians reported)")
     ap.add_argument("--load-s", type=float, default=120.0, help="seconds over which the gangs arrive")
     ap.add_argument("--run-s", type=float, default=300.0, help="each gang's work, seconds")

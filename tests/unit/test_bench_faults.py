@@ -33,7 +33,10 @@ def test_each_point_validates_and_each_variant_runs_its_own_controller() -> None
                                 for w in chosen}
             assert sorted(int(w.name.rsplit("-", 1)[1]) for w in chosen) == sorted(sizes)
         assert kinds == {"job-podfailurepolicy": {("Job", None)}, "jobset-recreate": {("JobSet", "Recreate")},
-                         "jobset-blockingrecreate": {("JobSet", "BlockingRecreate")}}
+                         "jobset-blockingrecreate": {("JobSet", "BlockingRecreate")}, "kueue-requeue": {("Job", None)}}
+        requeue = sc.with_variant(VariantSpec(**doc["variants"][-1]))
+        assert requeue.cluster.kueue and requeue.cluster.kueue_pods_ready.to_kueue()["recoveryTimeout"] == "30s"
+        assert all(w.queued for w in requeue.workloads)
 
 
 def test_figures_medians_and_the_report() -> None:
