@@ -193,3 +193,40 @@ def test_jobs_recover_from_crashed_pods_as_their_controllers_restart_them(tmp_pa
     assert s["unrecovered"] == 0 and 0 < s["ettr"] < 1, s
     md = ((out / "latest").resolve() / "summary.md").read_text()
     assert "## Training jobs through failures" in md
+
+
+@pytest.mark.root  # Kueue runs in its own mount namespace
+def test_kueue_evicts_a_job_that_does_not_recover_in_time_and_admits_it_again(tmp_path: Path) -> None:
+    """The kueue-requeue variant's mechanism: a queued Indexed Job whose crashed pod is replaced only after the
+    Job controller's backoff (about 10 s) is evicted by Kueue's waitForPodsReady after its 3 s recovery
+    timeout (suspended: every pod goes), requeued after a 2 s backoff, admitted again, and completes from its
+    checkpoint."""
+    doc = _scenario(tmp_path / "unused")
+    doc["name"] = "training-requeue-it"
+    doc["cluster"] = {"backend": "local", "namespace": "hs-requeue-it", "kueue": True,
+                      "kueue_pods_ready": {"timeout": "2m", "recovery_timeout": "3s", "backoff_base_s": 2,
+                                           "backoff_max_s": 10}}
+    doc["pools"][0]["count"] = 12
+    doc["workloads"] = [dict(_workload("job", "Job", backoff_limit_per_index=2,
+                                       pod_failure_policy={"ignore_disruptions": True}), queued=True)]
+    doc["tenants"] = [{"name": "ml", "quotas": {"tfi": {"cpu": "1536", "memory": "12Ti", "nvidia.com/gpu": 96}}}]
+    doc["arrival"] = {"curve": "constant", "rate": 0.2, "duration_s": "12s", "per_user_rate": 0.2, "seed": 36}
+    doc["faults"] = [{"type": "pod-failures", "at_s": "11s", "workload": "job", "count": 1, "exit_code": 137,
+                      "seed": 1}]
+    scen = tmp_path / "training-requeue-it.yaml"
+    scen.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))  # no aliases
+    out = tmp_path / "reports"
+    r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 600, cwd=ROOT)
+    found = (out / "latest").resolve() / "summary.json"
+    assert found.is_file(), (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
+    s = json.loads(found.read_text())
+    assert s["complete"], (s.get("incomplete_reason"), s.get("errors"))
+    assert s["cluster"]["features"]["kueue"]["wait_for_pods_ready"]["recoveryTimeout"] == "3s"
+    b = s["measurements"]["batch"]
+    assert b["instances"]["completed"] == b["instances"]["total"] >= 1, b["instances"]
+    evicted = b["preemption"]["jobs_evicted"]
+    assert evicted["evictions"] >= 1 and evicted["readmitted_jobs"] >= 1, evicted
+    reasons = s["measurements"]["batch_prometheus"]["kueue"]["evicted_workloads"]["by_reason"]
+    assert reasons.get("PodsReadyTimeout", 0) >= 1, reasons
+    (row,) = s["measurements"]["training"]["faults"]
+    assert row["recovered"] is True and row["recovered_s"] > 3.0, row  # not before Kueue's eviction and requeue
