@@ -289,8 +289,9 @@ def _plan(spec: LoadSpec, w: WorkloadSpec) -> _Plan:
     room = 63
     if volcano_job:  # Volcano names the pods <job>-<task>-<index> (a qualified name: <= 63 characters)
         room -= max(2 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
-    if w.kind == "JobSet":  # JobSet's Jobs are <jobset>-<role>-0, their pods' hostnames <job>-<index> (<= 63)
-        room -= max(4 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
+    if w.kind == "JobSet":  # JobSet's Jobs are <jobset>-<role>-0, their pods <job>-<index>-<5 random>: JobSet's
+        # webhook refuses a JobSet whose longest pod name would pass 63 characters
+        room -= max(10 + len(r.name) + len(str(r.replicas - 1)) for r in w.roles)
     plan = _Plan(
         batch=False, gang_min=gang_min, podgroup=podgroup, volcano_job=volcano_job,
         volcano_podgroup=spec.volcano and gang_min is not None and w.kind == "Pod",

@@ -40,7 +40,7 @@ def test_one_jobset_per_instance_with_a_replicated_job_per_role_and_the_failure_
     body = sub.body
     assert body["apiVersion"] == "jobset.x-k8s.io/v1alpha2" and body["metadata"]["labels"][LABEL_INSTANCE]
     name = body["metadata"]["name"]
-    assert name[0].isalpha() and len(name) <= 63 - len("-workers-0-2")  # the longest pod hostname fits 63
+    assert name[0].isalpha() and len(name) <= 63 - len("-workers-0-2-abcde")  # the longest pod name fits 63
     spec = body["spec"]
     assert spec["failurePolicy"] == {"maxRestarts": 2, "restartStrategy": "BlockingRecreate", "rules": [
         {"name": "rule0", "action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"]},
@@ -121,3 +121,15 @@ def test_bad_pod_failure_policies_are_refused_with_their_field() -> None:
     assert _errors({**TRAIN, "pod_failure_policy": {"fail_job_on_exit_codes": [0, 256]}}) == [
         "workloads[0].pod_failure_policy.fail_job_on_exit_codes[0]: expected an integer >= 1, got 0",
         "workloads[0].pod_failure_policy.fail_job_on_exit_codes[1]: expected an integer <= 255, got 256"]
+
+
+def test_a_long_workload_name_still_leaves_room_for_the_longest_pod_name() -> None:
+    """JobSet's webhook refuses a JobSet whose pods would be named past 63 characters (<jobset>-<role>-0-<index> and
+    a 5-character random suffix); a Locust stream id in the instance name made one of 21 characters too long."""
+    w = {**TRAIN, "name": "train-jobset-blocking",
+         "roles": [TRAIN["roles"][0], {**TRAIN["roles"][1], "replicas": 255}]}
+    mix = WorkloadMix(_spec(w), "r1")
+    mix.stream = "0-7f386dc0bc90"
+    (sub,) = mix.next_instance()
+    name = sub.body["metadata"]["name"]
+    assert len(f"{name}-workers-0-254-abcde") <= 63, name
