@@ -57,6 +57,7 @@ enough running members.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ from hollow.stages import ANN_CHECKPOINT, ANN_GANG_MIN, LABEL_GANG, TERMINAL, pa
 from hollow.topology import NodeTopology, Spread
 
 __all__ = ["ANN_CHECKPOINT", "ANN_GANG_MIN", "LABEL_GANG", "Gang", "GangKey", "GangRegistry", "Interval",
-           "barrier_time", "counted_at", "first_drop", "member_interval", "parse_checkpoint", "parse_gang_min",
+           "barrier_time", "counted_at", "first_drop", "lost_work", "member_interval", "parse_checkpoint", "parse_gang_min",
            "saved_work"]
 
 log = logging.getLogger("hollow.gangs")
@@ -125,12 +126,24 @@ def first_drop(members: dict[str, Interval | None], n: int, since: float) -> tup
     return None
 
 
+def lost_work(work_s: float, checkpoint_s: float | None) -> float:
+    """Seconds of work after the last checkpoint of an attempt that did ``work_s``: they are done again.
+
+    Checkpoints fall every ``checkpoint_s`` seconds of work from the attempt's start; None (or not positive)
+    means the job never checkpoints and loses everything.  A remainder within float noise of a whole
+    interval (``0.3 % 0.1``) counts as a checkpoint just taken.  (The run's figures,
+    :mod:`hollowscale.training.recovery`, use this same rule.)
+    """
+    if checkpoint_s is None or checkpoint_s <= 0:
+        return max(0.0, work_s)
+    rest = math.fmod(max(0.0, work_s), checkpoint_s)
+    return 0.0 if math.isclose(rest, checkpoint_s, rel_tol=1e-9, abs_tol=1e-9) else rest
+
+
 def saved_work(work_s: float, checkpoint_s: float | None) -> float:
-    """What an attempt that did ``work_s`` seconds of work leaves saved: its last checkpoint, every
-    ``checkpoint_s`` seconds of work (nothing without checkpoints)."""
-    if not checkpoint_s or checkpoint_s <= 0 or work_s <= 0:
-        return 0.0
-    return float(int(work_s // checkpoint_s)) * checkpoint_s
+    """What an attempt that did ``work_s`` seconds of work leaves saved: its last checkpoint (nothing without
+    checkpoints)."""
+    return max(0.0, work_s) - lost_work(work_s, checkpoint_s)
 
 
 def parse_checkpoint(raw: str | None) -> float | None:

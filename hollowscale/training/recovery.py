@@ -47,6 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from hollow.gangs import lost_work
+from hollowscale.measure.derive import percentile
+
 __all__ = ["Attempt", "Ended", "Member", "Run", "attempts_of", "lost_work", "member_runs", "pod_end", "run_end",
            "training_recovery"]
 
@@ -90,19 +93,6 @@ class Attempt:
     def lost_s(self, checkpoint_s: float | None) -> float:
         """Work thrown away: only a break loses what came after the last checkpoint."""
         return lost_work(self.length_s, checkpoint_s) if self.ended == "broken" else 0.0
-
-
-def lost_work(length_s: float, checkpoint_s: float | None) -> float:
-    """Seconds of work after the last checkpoint of an attempt ``length_s`` long: they are done again.
-
-    Checkpoints fall every ``checkpoint_s`` seconds from the attempt's start; None (or not positive)
-    means the job never checkpoints and loses everything.  A remainder within float noise of a whole
-    interval (``0.3 % 0.1``) counts as a checkpoint just taken.
-    """
-    if checkpoint_s is None or checkpoint_s <= 0:
-        return max(0.0, length_s)
-    rest = math.fmod(max(0.0, length_s), checkpoint_s)
-    return 0.0 if math.isclose(rest, checkpoint_s, rel_tol=1e-9, abs_tol=1e-9) else rest
 
 
 def pod_end(pod: Member) -> float | None:
@@ -300,15 +290,9 @@ def _fault_rows(faults: Sequence[Mapping[str, Any]], jobs: Sequence[_Job], end_m
     return sorted(rows, key=lambda r: (r["fault"], r["instance"], r["namespace"]))
 
 
-def _nearest_rank(xs: Sequence[float], q: float) -> float:
-    return xs[max(0, math.ceil(q * len(xs)) - 1)]
-
-
 def _stats(values: Iterable[float | None]) -> dict[str, Any]:
     xs = sorted(v for v in values if v is not None)
-    if not xs:
-        return {"p50": None, "p99": None, "max": None, "count": 0}
-    return {"p50": _nearest_rank(xs, 0.5), "p99": _nearest_rank(xs, 0.99), "max": xs[-1], "count": len(xs)}
+    return {"p50": percentile(xs, 50), "p99": percentile(xs, 99), "max": xs[-1] if xs else None, "count": len(xs)}
 
 
 def _hours(gpu_s: float) -> float:
