@@ -288,12 +288,6 @@ def _partial_pieces(inst: Instance, start_ms: float, end_ms: float) -> None:
     inst.gpus_held_at_end = state[1] if state[0] else 0.0
 
 
-def superseded(j: JobRecord) -> bool:
-    """A Job deleted during the run before it completed: a JobSet restarting deleted it and made a new one (the
-    summary is taken before the run's teardown deletes anything), so the instance's outcome is its successor's."""
-    return j.deleted_ms is not None and j.outcome != "Complete"
-
-
 def analyse(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: float,
             end_ms: float) -> tuple[list[Instance], int]:
     """Instances with every derived time and partial piece filled in (see the module's definitions)."""
@@ -306,7 +300,7 @@ def analyse(pods: Sequence[PodRecord], jobs: Sequence[JobRecord], start_ms: floa
         every = dict(inst.expected)
         inst.all_bound_ms = _first_complete(inst, "scheduled_ms", every)
         inst.all_running_ms = _first_complete(inst, "running_ms", every)
-        current = [j for j in inst.jobs if not superseded(j)] or inst.jobs
+        current = [j for j in inst.jobs if not j.superseded] or inst.jobs
         if any(j.outcome == "Failed" for j in current):
             inst.outcome = "failed"
         elif all(j.outcome == "Complete" for j in current):

@@ -120,6 +120,13 @@ class JobRecord:
     pods_expected: int = 1  # pods running at once when admitted: min(parallelism, completions); 1 for a bare pod
     deleted_ms: float | None = None
 
+    @property
+    def superseded(self) -> bool:
+        """Deleted during the run before it completed: a JobSet restarting deleted it and made a new one (the
+        figures are taken before the run's teardown deletes anything), so its instance's outcome is its
+        successor's."""
+        return self.deleted_ms is not None and self.outcome != "Complete"
+
 
 @dataclass
 class CollectorStats:

@@ -22,7 +22,7 @@ import requests
 from hollowscale.backends import ControlPlane
 from hollowscale.measure.timeline import Timeline
 from hollowscale.placements import AgentFleet
-from hollowscale.run.jobfaults import JobFaults, aimed
+from hollowscale.run.jobfaults import JobFaults
 from hollowscale.run.schedule import LoadSchedule
 from hollowscale.scenario import FaultSpec, Scenario
 from hollowscale.scenario.model import AGENT_FAULTS, COMPONENT_FAULTS, NODE_FAULTS
@@ -99,7 +99,7 @@ class Faults:
 
     def _agent_fault(self, f: FaultSpec) -> dict[str, Any]:
         """``POST /faults/<type>`` to every agent (a fault aimed at jobs: :meth:`_job_fault`)."""
-        if aimed(f):
+        if f.aimed_at_jobs:
             return self._job_fault(f)
         entry: dict[str, Any] = {"type": f.type, "at_s": f.at_s, "fraction": f.fraction, "duration_s": f.duration_s,
                                  "fired_at": iso(time.time()), "t": time.time(), "responses": []}

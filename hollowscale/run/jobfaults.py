@@ -49,11 +49,6 @@ DEFAULT_DELETE_AFTER_S = 60.0
 NODE_LABEL = "hollowscale.io/hollow"
 
 
-def aimed(f: FaultSpec) -> bool:
-    """Whether the fault is one of this module's (the others: :mod:`hollowscale.run.faults`)."""
-    return f.on_nodes or f.is_process or f.workload is not None or f.count is not None
-
-
 def running_pods(timeline: Timeline, workload: str | None) -> list[PodRecord]:
     """The pods running now (of ``workload``, or of any), from the timeline."""
     with timeline.lock:

@@ -359,6 +359,12 @@ class FaultSpec(Spec):
         """A fault process (``rate_per_gpu_hour`` given), not one firing."""
         return self.rate_per_gpu_hour is not None
 
+    @property
+    def aimed_at_jobs(self) -> bool:
+        """It picks its targets among the jobs' running pods or their nodes (:mod:`hollowscale.run.jobfaults`):
+        a node fault, a process, or a fault that names a ``workload`` or a ``count``."""
+        return self.on_nodes or self.is_process or self.workload is not None or self.count is not None
+
     @model_validator(mode="after")
     def _fields_of_type(self) -> FaultSpec:
         problems: list[tuple[tuple[str | int, ...], str]] = []

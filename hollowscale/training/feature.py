@@ -32,8 +32,7 @@ SOURCES = {
 
 def applies(sc: Scenario) -> bool:
     """Some workload checkpoints, or some fault is aimed at the jobs."""
-    return any(w.checkpoint_interval is not None for w in sc.workloads) or any(
-        f.on_nodes or f.is_process or f.workload is not None or f.count is not None for f in sc.faults)
+    return any(w.checkpoint_interval is not None for w in sc.workloads) or any(f.aimed_at_jobs for f in sc.faults)
 
 
 def failed_for_good(jobs: list[JobRecord]) -> dict[str, list[str]]:
@@ -41,7 +40,7 @@ def failed_for_good(jobs: list[JobRecord]) -> dict[str, list[str]]:
     a JobSet's restart and does not count; one that failed and stayed is the controller giving up)."""
     out: dict[str, set[str]] = {}
     for j in jobs:
-        if j.kind == "Job" and j.outcome == "Failed" and j.deleted_ms is None:
+        if j.kind == "Job" and j.outcome == "Failed" and not j.superseded:
             out.setdefault(j.workload, set()).add(j.instance)
     return {w: sorted(v) for w, v in sorted(out.items())}
 
