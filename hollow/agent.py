@@ -96,12 +96,16 @@ class Agent:
     def _recover(self) -> None:
         recovered = self.faults.recovered(self.clock.monotonic())
         for name in recovered:
-            self.nodes.refresh_now(name, transition=True)
-            self.leases.renew_now(name)
-            self.pods.replan_node(name)
+            self._heartbeat_again(name)
         self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))
         if recovered:
             log.warning("fault over: %d nodes heartbeat again", len(recovered))
+
+    def _heartbeat_again(self, name: str) -> None:
+        """A node whose heartbeats stopped posts Ready, renews its Lease and runs its pods on, at once."""
+        self.nodes.refresh_now(name, transition=True)
+        self.leases.renew_now(name)
+        self.pods.replan_node(name)
 
     def node_lost(self, nodes: list[str], delete_after_s: float, repair_after_s: float | None) -> dict[str, Any]:
         """Lose the named nodes this agent owns (:mod:`hollow.faults`): heartbeats stop now, the Nodes are
@@ -137,9 +141,7 @@ class Agent:
             self.faults.lost.pop(name, None)
             self.faults.heartbeat_stopped.pop(name, None)
             if self.nodes.nodes[name].uid:  # repaired before it was deleted: as a heartbeat loss ending
-                self.nodes.refresh_now(name, transition=True)
-                self.leases.renew_now(name)
-                self.pods.replan_node(name)
+                self._heartbeat_again(name)
             else:
                 self.nodes.reregister(name)
         self.metrics.faulted_nodes.set(len(self.faults.heartbeat_stopped))

@@ -17,12 +17,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-import requests
-
 from hollowscale.backends import ControlPlane
 from hollowscale.measure.timeline import Timeline
 from hollowscale.placements import AgentFleet
-from hollowscale.run.jobfaults import JobFaults
+from hollowscale.run.jobfaults import JobFaults, agents_session, post_to_agents
 from hollowscale.run.schedule import LoadSchedule
 from hollowscale.scenario import FaultSpec, Scenario
 from hollowscale.scenario.model import AGENT_FAULTS, COMPONENT_FAULTS, NODE_FAULTS
@@ -39,6 +37,8 @@ class InjectsFaults(Protocol):
     def fault_handlers(self) -> dict[str, FaultHandler]:
         """fault type -> the handler that fires it and returns its entry."""
         ...
+
+
 #: how long after a control-plane fault ends failed creates are still its effect, not a failed load
 TOLERATE_AFTER_S = 120.0
 
@@ -106,14 +106,7 @@ class Faults:
         body = {"fraction": f.fraction, "duration_s": f.duration_s, "seed": f.seed}
         if f.type == "pod-failures":
             body["exit_code"] = f.exit_code
-        http = requests.Session()
-        http.trust_env = False
-        for port in self.agents.ports if self.agents else []:
-            try:
-                r = http.post(f"http://127.0.0.1:{port}/faults/{f.type}", json=body, timeout=10)
-                entry["responses"].append({"port": port, "status": r.status_code, "body": r.text[:300]})
-            except requests.RequestException as exc:
-                entry["responses"].append({"port": port, "error": str(exc)})
+        entry["responses"] = post_to_agents(agents_session(), self.agents.ports if self.agents else [], f.type, body)
         self.log(f"fault {f.type} fired: {entry['responses']}")
         return entry
 

@@ -49,6 +49,26 @@ DEFAULT_DELETE_AFTER_S = 60.0
 NODE_LABEL = "hollowscale.io/hollow"
 
 
+def agents_session() -> requests.Session:
+    """A session for the agents' control ports on 127.0.0.1 (no proxy from the environment)."""
+    http = requests.Session()
+    http.trust_env = False
+    return http
+
+
+def post_to_agents(http: requests.Session, ports: Sequence[int], kind: str,
+                   body: dict[str, Any]) -> list[dict[str, Any]]:
+    """``POST /faults/<kind>`` with ``body`` to every agent's control port; each one's answer or error."""
+    out: list[dict[str, Any]] = []
+    for port in ports:
+        try:
+            r = http.post(f"http://127.0.0.1:{port}/faults/{kind}", json=body, timeout=10)
+            out.append({"port": port, "status": r.status_code, "body": r.text[:300]})
+        except requests.RequestException as exc:
+            out.append({"port": port, "error": str(exc)})
+    return out
+
+
 def running_pods(timeline: Timeline, workload: str | None) -> list[PodRecord]:
     """The pods running now (of ``workload``, or of any), from the timeline."""
     with timeline.lock:
@@ -81,8 +101,8 @@ class JobFaults:
         self._threads: list[threading.Thread] = []
         self._timers: list[threading.Timer] = []
         self._lock = threading.Lock()
-        self._http = requests.Session()
-        self._http.trust_env = False
+        self._http = agents_session()
+        self._api: requests.Session | None = None  # the API server's, made at the first drain
 
     def fire(self, f: FaultSpec) -> dict[str, Any]:
         """The fault's entry for ``summary.json``: one firing now, or a process started (its firings are added
@@ -157,14 +177,8 @@ class JobFaults:
         return firing
 
     def _post_agents(self, kind: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for port in self.ports():
-            try:
-                r = self._http.post(f"http://127.0.0.1:{port}/faults/{kind}", json=body, timeout=10)
-                out.append({"port": port, "status": r.status_code, "body": r.text[:300]})
-            except requests.RequestException as exc:
-                out.append({"port": port, "error": str(exc)})
-                self.errors.append(f"fault {kind}: agent on port {port}: {exc}")
+        out = post_to_agents(self._http, self.ports(), kind, body)
+        self.errors += [f"fault {kind}: agent on port {r['port']}: {r['error']}" for r in out if "error" in r]
         return out
 
     def _node_lost(self, f: FaultSpec, nodes: list[str]) -> list[dict[str, Any]]:
@@ -177,7 +191,7 @@ class JobFaults:
         if self.endpoint is None:
             self.errors.append("fault node-drain: no API server endpoint in this run")
             return []
-        session = session_for(self.endpoint, 4)
+        session = self._api_session(self.endpoint)
         server = self.endpoint.server
         out: list[dict[str, Any]] = []
         cordoned = []
@@ -211,10 +225,15 @@ class JobFaults:
             timer.start()
         return out
 
+    def _api_session(self, endpoint: KubeEndpoint) -> requests.Session:
+        if self._api is None:
+            self._api = session_for(endpoint, 4)
+        return self._api
+
     def _uncordon(self, nodes: list[str]) -> None:
         if self.endpoint is None:
             return
-        session = session_for(self.endpoint, 2)
+        session = self._api_session(self.endpoint)
         for node in nodes:
             try:
                 session.patch(f"{self.endpoint.server}/api/v1/nodes/{node}", json={"spec": {"unschedulable": None}},
