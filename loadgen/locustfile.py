@@ -19,6 +19,7 @@ exec plugins) and with its client certificate through the TLS context otherwise.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -61,6 +62,8 @@ class _State:
     environment: Any = None
 
 
+#: each user of this worker takes the next number as its stream (see ``on_start``)
+USER_NUMBERS = itertools.count()
 STATE = _State()
 
 
@@ -189,7 +192,9 @@ class JobSubmitter(FastHttpUser):
         self.rate = arrival.per_user_rate
         self.poisson = arrival.curve == "poisson"
         worker = getattr(self.environment.runner, "worker_index", 0)
-        self.stream = f"{worker}-{id(self):x}"
+        # the user's place among this worker's users, so that a seed gives the same instances, kinds and pace
+        # run after run (an object id here made every run's mix a new draw)
+        self.stream = f"{worker}-{next(USER_NUMBERS)}"
         self.mix = WorkloadMix(spec, run_id=STATE.run_id, stream=self.stream)
         self.rng = random.Random(f"{arrival.seed}/pace/{self.stream}")
         self.max_instances = arrival.max_instances

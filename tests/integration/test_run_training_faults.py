@@ -62,8 +62,10 @@ def _scenario(cluster_dir: Path) -> dict[str, Any]:
             _workload("job", "Job", backoff_limit_per_index=2, pod_failure_policy={"ignore_disruptions": True}),
             _workload("jobset", "JobSet", backoff_limit=0,
                       failure_policy={"max_restarts": 3, "restart_strategy": "Recreate"})],
-        # 4 instances over 12 s (seeded: 2 of each kind), the first of each running by the faults at 11 s
-        "arrival": {"curve": "constant", "rate": 0.34, "duration_s": "12s", "per_user_rate": 0.34, "seed": 36},
+        # 4 instances in the first 6 s (the seed gives Job, Job, JobSet, JobSet), every gang whole well before the
+        # faults at 11 s
+        "arrival": {"curve": "constant", "rate": 0.67, "duration_s": "12s", "per_user_rate": 0.67, "seed": 36,
+                    "max_instances": 4},
         "faults": [{"type": "pod-failures", "at_s": "11s", "workload": "job", "count": 1, "exit_code": 137,
                     "seed": 1},
                    {"type": "pod-failures", "at_s": "11.5s", "workload": "jobset", "count": 1, "exit_code": 137,
@@ -210,7 +212,10 @@ def test_kueue_evicts_a_job_that_does_not_recover_in_time_and_admits_it_again(tm
     doc["workloads"] = [dict(_workload("job", "Job", backoff_limit_per_index=2,
                                        pod_failure_policy={"ignore_disruptions": True}), queued=True)]
     doc["tenants"] = [{"name": "ml", "quotas": {"tfi": {"cpu": "1536", "memory": "12Ti", "nvidia.com/gpu": 96}}}]
-    doc["arrival"] = {"curve": "constant", "rate": 0.2, "duration_s": "12s", "per_user_rate": 0.2, "seed": 36}
+    # 2 Jobs in the first 4 s, both Ready (Kueue's PodsReady) well before the fault at 11 s: a pod of a Job not yet
+    # Ready would meet the 2 min timeout instead of the recovery timeout
+    doc["arrival"] = {"curve": "constant", "rate": 0.5, "duration_s": "12s", "per_user_rate": 0.5, "seed": 36,
+                      "max_instances": 2}
     doc["faults"] = [{"type": "pod-failures", "at_s": "11s", "workload": "job", "count": 1, "exit_code": 137,
                       "seed": 1}]
     scen = tmp_path / "training-requeue-it.yaml"
