@@ -821,7 +821,8 @@ class ArrivalSpec(Spec):
 
     Attributes:
         duration_s: load duration; the curve is 0 from there on.
-        per_user_rate: instances/s each Locust user submits (users = rate / per_user_rate).
+        per_user_rate: instances/s each Locust user submits (users = rate / per_user_rate, at least 1); at
+            most the curve's peak rate, and left out 1 or the peak rate when that is lower.
         max_instances: stop submitting after this many (None = no cap).
         seed: seed of the mix choice, durations, exit codes and pacing.
     """
@@ -884,6 +885,15 @@ class ArrivalSpec(Spec):
                 err("spike_at_s", f"expected a time before duration_s ({_g(d)}), got {_g(self.spike_at_s)}")
             if self.spike_duration_s is not None and self.spike_duration_s <= 0:
                 err("spike_duration_s", f"expected a duration > 0, got {_g(self.spike_duration_s)}")
+        # users = round(rate / per_user_rate) but never fewer than 1: a user paced faster than the curve's highest
+        # rate would submit at per_user_rate, not at the curve's rate.  Left out, per_user_rate is 1 or the peak
+        # rate when that is lower; given, it may not exceed the peak.
+        peak = self.peak_rate() if not problems else 0.0
+        if "per_user_rate" not in given and 0 < peak < self.per_user_rate:
+            object.__setattr__(self, "per_user_rate", peak)
+        elif peak > 0 and self.per_user_rate > peak * (1 + 1e-9):
+            err("per_user_rate", f"expected at most the curve's peak rate ({peak:g}/s): each Locust user submits "
+                f"{self.per_user_rate:g} instances/s, so this curve would run at {self.per_user_rate:g}/s")
         raise_problems("ArrivalSpec", problems)
         return self
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from kubecore.distributions import DurationDist
 from kubecore.schema import SpecError
@@ -241,7 +242,12 @@ def test_curves() -> None:
     poisson = _arrival(curve="poisson", rate=3, duration_s="1.05s", max_instances=2)
     assert poisson.rate_at(1) == 3 and poisson.expected_instances() == 2
     assert _arrival(curve="constant", rate=3, duration_s="1.05s").expected_instances() == pytest.approx(3.15)
-    assert _arrival(curve="constant", rate=0.1, duration_s=5, per_user_rate=1).users_at(1) == 1
+    # one user at least, paced at the curve's peak when per_user_rate is left out; a faster user is refused
+    slow = _arrival(curve="constant", rate=0.1, duration_s=5)
+    assert (slow.per_user_rate, slow.users_at(1)) == (0.1, 1)
+    with pytest.raises(ValidationError, match=r"(?s)per_user_rate.*at most the curve's peak rate \(0.1/s\)"):
+        _arrival(curve="constant", rate=0.1, duration_s=5, per_user_rate=1)
+    assert _arrival(curve="steps", duration_s=4, steps=[{"rate": 0.2, "duration_s": 2}]).per_user_rate == 0.2
     # edges inside a dt slot: the slots are cut at the curve's corners, so the integral stays exact
     odd = _arrival(curve="spike", rate=1, spike_rate=5, spike_at_s=0.25, spike_duration_s=0.33, duration_s=1.07)
     assert odd.corners() == pytest.approx([0, 0.25, 0.58, 1.07])
@@ -320,8 +326,7 @@ def _load_docs(draw: st.DrawFn) -> dict[str, Any]:
         workloads.append(w)
     d = draw(st.floats(1, 1e4))
     curve = draw(st.sampled_from(["constant", "poisson", "ramp", "steps", "spike"]))
-    arrival: dict[str, Any] = {"curve": curve, "duration_s": d, "per_user_rate": draw(_positive),
-                               "seed": draw(st.integers(-5, 10**6))}
+    arrival: dict[str, Any] = {"curve": curve, "duration_s": d, "seed": draw(st.integers(-5, 10**6))}
     if curve in ("constant", "poisson"):
         arrival["rate"] = draw(_positive)
     elif curve == "ramp":
@@ -335,6 +340,9 @@ def _load_docs(draw: st.DrawFn) -> dict[str, Any]:
                        spike_duration_s=draw(_positive))
     if draw(st.booleans()):
         arrival["max_instances"] = draw(st.integers(1, 10**6))
+    peak = ArrivalSpec.model_validate(arrival).peak_rate()
+    if peak > 0 and draw(st.booleans()):  # per_user_rate may not exceed the peak
+        arrival["per_user_rate"] = peak * draw(st.floats(0.01, 1))
     return {"name": "prop", "namespace": "ns", "workloads": workloads, "arrival": arrival}
 
 
