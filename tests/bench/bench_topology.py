@@ -100,7 +100,7 @@ def _base(name: str, nodes: int, pool: dict[str, Any], workloads: list[dict[str,
                     "namespace": "bench-topo"},
         "agents": {"shards": max(1, nodes // 2500), "ready_timeout_s": 900},
         "pools": [pool], "workloads": workloads, "tenants": tenants,
-        "arrival": {"curve": "constant", "rate": rate, "duration_s": load_s, "per_user_rate": 1.0, "seed": 35},
+        "arrival": {"curve": "constant", "rate": rate, "duration_s": load_s, "seed": 35},  # one user per 1/s
         "measurements": {"settle_timeout_s": settle_s, "scrape_interval_s": 5},
         "slo_defaults": False, "slos": [], "timeout_s": 3600,
     }
@@ -450,7 +450,8 @@ def main() -> int:
     ap.add_argument("--settle-s", type=float, default=180.0, help="settle seconds per trial")
     ap.add_argument("--kueue-perf-rate", type=float, default=10.0, help="jobs/s offered at the kueue-perf point")
     ap.add_argument("--kueue-perf-load-s", type=float, default=60.0, help="load seconds at the kueue-perf point")
-    ap.add_argument("--scale-rate", type=float, default=0.5, help="gangs/s offered at the scale points")
+    # 1: the rate the committed scale points ran at (they asked 0.5 with a user paced at 1/s, which ran at 1/s)
+    ap.add_argument("--scale-rate", type=float, default=1.0, help="gangs/s offered at the scale points")
     ap.add_argument("--preempt-rate", type=float, default=2.0, help="gangs/s offered at the preemption point")
     ap.add_argument("--preempt-many-rate", type=float, default=6.0, help="workloads/s offered at the "
                     "preempt-many point (20 low one-node workloads to each high 128-pod gang)")
