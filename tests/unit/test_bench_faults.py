@@ -23,9 +23,11 @@ def test_each_point_validates_and_each_variant_runs_its_own_controller() -> None
         doc = bench.scenario_doc(point, ARGS)
         sc = parse_scenario(doc, point)
         assert sc.nodes_total == nodes and {f.type for f in sc.faults} == {"pod-failures", "node-lost"}
-        # gangs for ~70% of the nodes arrive over the load
-        expected = doc["arrival"]["rate"] * ARGS.load_s * sum(sizes) / len(sizes)
-        assert abs(expected - 0.7 * nodes) < 0.01 * nodes
+        # gangs for ~70% of the nodes (to the nearest gang) arrive over the load, from one user paced at the rate
+        mean = sum(sizes) / len(sizes)
+        a = sc.load.arrival
+        assert abs(a.max_instances * mean - 0.7 * nodes) <= mean / 2
+        assert a.users_at(0) == 1 and abs(a.expected_instances() - a.max_instances) < 0.01 * a.max_instances
         kinds = {}
         for v in doc["variants"]:
             chosen = sc.with_variant(VariantSpec(**v)).workloads
