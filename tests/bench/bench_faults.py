@@ -174,6 +174,7 @@ def markdown(doc: dict[str, Any]) -> str:
     out += ["", "## Anchors", "", *[f"- {a['source']}: {a['figure']}" for a in ANCHORS],
             *[f"- differs: {d}" for d in DIFFERENCES], ""]
     out += [f"- not measured: {n}" for n in doc.get("not_measured", [])]
+    out += [f"- note: {n}" for n in doc.get("notes", [])]
     return "\n".join(out) + "\n"
 
 

@@ -57,5 +57,6 @@ def test_figures_medians_and_the_report() -> None:
            "results": [{"point": "faults-1000", "variants": {"jobset-recreate": {
                "medians": m, "trials": [dict(r, started="s", commit="c", load_average_at_start=[1.0], exit=0,
                                              wall_s=1.0) for r in rows]}}}]}
-    md = bench.markdown(doc)
+    md = bench.markdown(dict(doc, notes=["read this"]))
     assert "| faults-1000 | jobset-recreate | 3 | 12.0 / 40.0 |" in md and "## Anchors" in md
+    assert "- note: read this" in md
