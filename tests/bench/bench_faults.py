@@ -157,7 +157,7 @@ def markdown(doc: dict[str, Any]) -> str:
     f = doc["facts"]
     out = [f"# bench-faults ({f['date']})", "",
            f"Machine: {f['machine']['cores']} cores, {f['machine']['memory_gib']} GiB, load average at the start "
-           f"{f['machine']['load_average_1_5_15']}; Kubernetes {f['versions']['kubernetes']}, JobSet "
+           f"{f['machine']['load_average_1_5_15']}; Kubernetes {f['versions']['kubernetes']}, Kueue {f['versions'].get('kueue')}, JobSet "
            f"{doc.get('jobset_version')}. Command: `{doc['command']}`. Medians of n trials, each a fresh local "
            "cluster.", "",
            "| point | variant | n | whole again p50 / p99 s | reacted p50 / p99 s | GPU-h wasted | ETTR | restarts | "
