@@ -19,7 +19,6 @@ exec plugins) and with its client certificate through the TLS context otherwise.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import random
@@ -58,12 +57,11 @@ class _State:
     endpoint: KubeEndpoint | None = None
     run_id: str = "adhoc"
     submitted = 0
+    users_started = 0  # each user of this worker takes the next number as its stream (see ``on_start``)
     watcher: LatencyWatcher | None = None
     environment: Any = None
 
 
-#: each user of this worker takes the next number as its stream (see ``on_start``)
-USER_NUMBERS = itertools.count()
 STATE = _State()
 
 
@@ -194,7 +192,8 @@ class JobSubmitter(FastHttpUser):
         worker = getattr(self.environment.runner, "worker_index", 0)
         # the user's place among this worker's users, so that a seed gives the same instances, kinds and pace
         # run after run (an object id here made every run's mix a new draw)
-        self.stream = f"{worker}-{next(USER_NUMBERS)}"
+        self.stream = f"{worker}-{STATE.users_started}"
+        STATE.users_started += 1
         self.mix = WorkloadMix(spec, run_id=STATE.run_id, stream=self.stream)
         self.rng = random.Random(f"{arrival.seed}/pace/{self.stream}")
         self.max_instances = arrival.max_instances

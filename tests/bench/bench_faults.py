@@ -89,6 +89,7 @@ def scenario_doc(point: str, args: argparse.Namespace) -> dict[str, Any]:
     """The point's scenario: every kind's workloads, a variant per kind choosing its own."""
     nodes, sizes = POINTS[point]
     gangs = max(1, round(0.7 * nodes / (sum(sizes) / len(sizes))))
+    rate = round(gangs / args.load_s, 4)
     span = f"{args.load_s + args.run_s * 2}s"
     return {
         "name": point, "description": f"bench-faults {point}",
@@ -100,8 +101,8 @@ def scenario_doc(point: str, args: argparse.Namespace) -> dict[str, Any]:
         "workloads": [_workload(kind, n, args) for kind in KINDS.values() for n in sizes],
         # gangs for about 70% of the nodes arrive over the load and run together: rate x load x mean gang = 0.7 x nodes
         # (one Locust user paced at that rate; max_instances stops it at the count)
-        "arrival": {"curve": "constant", "rate": round(gangs / args.load_s, 4), "per_user_rate": round(gangs / args.load_s, 4),
-                    "duration_s": args.load_s, "max_instances": gangs, "seed": 36},
+        "arrival": {"curve": "constant", "rate": rate, "per_user_rate": rate, "duration_s": args.load_s,
+                    "max_instances": gangs, "seed": 36},
         "faults": [{"type": "pod-failures", "at_s": "10s", "rate_per_gpu_hour": args.pod_rate, "duration_s": span,
                     "exit_code": 137, "seed": 36},
                    {"type": "node-lost", "at_s": "10s", "rate_per_gpu_hour": args.node_rate, "duration_s": span,

@@ -100,7 +100,7 @@ def _base(name: str, nodes: int, pool: dict[str, Any], workloads: list[dict[str,
                     "namespace": "bench-topo"},
         "agents": {"shards": max(1, nodes // 2500), "ready_timeout_s": 900},
         "pools": [pool], "workloads": workloads, "tenants": tenants,
-        "arrival": {"curve": "constant", "rate": rate, "duration_s": load_s, "seed": 35},  # one user per 1/s
+        "arrival": {"curve": "constant", "rate": rate, "duration_s": load_s, "seed": 35},  # per_user_rate: 1, or the rate when lower
         "measurements": {"settle_timeout_s": settle_s, "scrape_interval_s": 5},
         "slo_defaults": False, "slos": [], "timeout_s": 3600,
     }
