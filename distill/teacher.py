@@ -167,7 +167,8 @@ class DynamicBatcher:
             while self._queued_samples < self.max_batch and loop.time() < deadline:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - loop.time()))
+                    async with asyncio.timeout_at(deadline):
+                        await self._wake.wait()
             items = self._take()
             if not items:
                 continue

@@ -232,9 +232,11 @@ class Http1Pool:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         o = self.origin
-        _, conn = await asyncio.wait_for(loop.create_connection(
-            _Connection, o.host, o.port, ssl=self._ssl, server_hostname=o.host if self._ssl else None),
-            self._connect_timeout_s)
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for loses a cancellation that comes as the
+        # connect fails (it raises the connect's OSError instead), and the retry loop above then never ends
+        async with asyncio.timeout(self._connect_timeout_s):
+            _, conn = await loop.create_connection(
+                _Connection, o.host, o.port, ssl=self._ssl, server_hostname=o.host if self._ssl else None)
         self.opened += 1
         return conn
 

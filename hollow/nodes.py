@@ -311,7 +311,8 @@ class NodeManager(TimedTasks[str]):
             await self._delete_lease(name, state)
 
         try:
-            await asyncio.wait_for(asyncio.gather(*(one(n, s) for n, s in ours.items())), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await asyncio.gather(*(one(n, s) for n, s in ours.items()))
             log.info("deleted %d nodes", len(ours))
         except TimeoutError:
             log.warning("gave up deleting nodes after %.0fs (is the apiserver up?)", timeout_s)

@@ -270,7 +270,8 @@ class Bench:
         """Lease ages from a LIST; [] (and a log line) when an overloaded apiserver does not answer in time:
         a missing figure, not a stuck bench."""
         try:
-            return await asyncio.wait_for(lease_ages(self.api, prefix), self.args.list_cap_s)
+            async with asyncio.timeout(self.args.list_cap_s):
+                return await lease_ages(self.api, prefix)
         except (TimeoutError, OSError, ValueError) as exc:
             log(f"  !! lease LIST: {exc!r}")
             return []

@@ -145,3 +145,29 @@ async def test_pool_times_out_and_drops_the_connection(server: tuple[GoLikeServe
     status, body = await pool.request(pool.encode("GET", "/next", None, None), 5)
     assert (status, body) == (200, b"GET /next HTTP/1.1") and pool.opened == 2  # not the out-of-step one
     pool.close()
+
+
+async def test_a_cancellation_that_comes_as_the_connect_fails_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's SIGTERM cancels its requests; one caught while its connect was refused must end, not retry.
+
+    The order is made exact: the connect's failure is decided (its future done) and the task is cancelled
+    before either runs.  ``asyncio.wait_for`` on 3.11 then raised the connect's OSError, the request's
+    retry loop took it for a refused connection and went on, and the agent never exited.
+    """
+    loop = asyncio.get_running_loop()
+    refused = loop.create_future()
+    connecting = asyncio.Event()
+
+    async def connect(*args: object, **kwargs: object) -> tuple[object, object]:
+        connecting.set()
+        await refused
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(loop, "create_connection", connect)
+    pool = Http1Pool("http://127.0.0.1:1", None, {})
+    task = asyncio.ensure_future(pool.request(pool.encode("GET", "/api", None, None), 5.0))
+    await connecting.wait()  # the task now waits on the connect
+    refused.set_result(None)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
