@@ -35,10 +35,16 @@ def test_each_point_validates_and_each_variant_runs_its_own_controller() -> None
                                 for w in chosen}
             assert sorted(int(w.name.rsplit("-", 1)[1]) for w in chosen) == sorted(sizes)
         assert kinds == {"job-podfailurepolicy": {("Job", None)}, "jobset-recreate": {("JobSet", "Recreate")},
-                         "jobset-blockingrecreate": {("JobSet", "BlockingRecreate")}, "kueue-requeue": {("Job", None)}}
-        requeue = sc.with_variant(VariantSpec(**doc["variants"][-1]))
-        assert requeue.cluster.kueue and requeue.cluster.kueue_pods_ready.to_kueue()["recoveryTimeout"] == "30s"
-        assert all(w.queued for w in requeue.workloads)
+                         "jobset-blockingrecreate": {("JobSet", "BlockingRecreate")}, "kueue-requeue": {("Job", None)},
+                         "kueue-requeue-5s": {("Job", None)}}
+        variants = {v["name"]: VariantSpec(**v) for v in doc["variants"]}
+        # both Kueue variants submit the same queued Jobs, once each in the scenario; only the recovery timeout differs
+        assert len({w.name for w in sc.workloads}) == len(sc.workloads)
+        for name, timeout in (("kueue-requeue", "30s"), ("kueue-requeue-5s", "5s")):
+            requeue = sc.with_variant(variants[name])
+            assert requeue.cluster.kueue and requeue.cluster.kueue_pods_ready.to_kueue()["recoveryTimeout"] == timeout
+            assert all(w.queued for w in requeue.workloads)
+        assert not sc.with_variant(variants["jobset-recreate"]).cluster.kueue
 
 
 def test_figures_medians_and_the_report() -> None:
@@ -46,9 +52,11 @@ def test_figures_medians_and_the_report() -> None:
         "training": {"summary": {"recovered_s": {"p50": 12.0, "p99": 40.0}, "reaction_s": {"p50": 2.0, "p99": 9.0},
                                  "wasted_gpu_hours": 3.5, "ettr": 0.91, "restarts": 4, "faults_fired": 6,
                                  "unrecovered": 0, "jobs_failed_for_good": 0}, "jobs": [{}, {}]},
-        "harness_processes": {"agents": {"cpu_cores_avg": 0.1}}, "attribution": {"words": "bound by cpu:apiserver"}}}
+        "harness_processes": {"agents": {"cpu_cores_avg": 0.1}}, "attribution": {"words": "bound by cpu:apiserver"},
+        "batch_prometheus": {"kueue": {"evicted_workloads": {"total": 7.0, "by_reason": {"PodsReadyTimeout": 7.0}}}}}}
     f = bench.figures_of(summary)
     assert (f["recovered_p50_s"], f["ettr"], f["jobs"], f["harness_cpu_cores"]) == (12.0, 0.91, 2, 0.15)
+    assert f["kueue_evicted"] == 7.0
     rows = [dict(f, recovered_p50_s=v) for v in (10.0, 12.0, 30.0)]
     m = bench.summarise(rows)
     assert (m["n"], m["recovered_p50_s"], m["ettr"]) == (3, 12.0, 0.91)
@@ -59,4 +67,5 @@ def test_figures_medians_and_the_report() -> None:
                                              wall_s=1.0) for r in rows]}}}]}
     md = bench.markdown(dict(doc, notes=["read this"]))
     assert "| faults-1000 | jobset-recreate | 3 | 12.0 / 40.0 |" in md and "## Anchors" in md
+    assert "| 0 | 0 | 7.0 | 0.15 | bound by cpu:apiserver (3 of 3) |" in md  # ... unrecovered, failed for good, Kueue evictions
     assert "- note: read this" in md
