@@ -11,6 +11,10 @@ from it:
 * each job recovered and completed, and its recovery time recomputed from the test's own watch
   (:func:`hollowscale.training.recovery.attempts_of`) agrees with the report within 5%;
 * after the run no JobSet, Job, Workload or pod of the run is left.
+
+A second run drains a node under an Indexed Job that allows no failure per index: the Job completes only because
+its ``podFailurePolicy`` ignores the eviction's ``DisruptionTarget``.  A third has Kueue evict and requeue a Job
+that does not recover within its ``waitForPodsReady`` recovery timeout.
 """
 
 from __future__ import annotations
@@ -94,6 +98,12 @@ class PodWatch:
             rec = self.pods.setdefault(meta.get("uid", ""), {"created": t, "labels": meta.get("labels") or {},
                                                              "name": meta.get("name", "")})
             status = obj.get("status") or {}
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node:
+                rec["node"] = node
+            for cond in status.get("conditions") or []:
+                if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+                    rec.setdefault("disruption", cond.get("reason", ""))
             phase = status.get("phase")
             if phase:
                 rec["phase"] = phase
@@ -113,7 +123,8 @@ class PodWatch:
     def members(self, instance: str) -> list[SimpleNamespace]:
         """The instance's pods as :mod:`hollowscale.training.recovery` reads them."""
         return [SimpleNamespace(uid=uid, running_ms=r.get("running"), finished_ms=r.get("finished"),
-                                deleting_ms=r.get("deleting"), deleted_ms=r.get("deleted"), phase=r.get("phase", ""))
+                                deleting_ms=r.get("deleting"), deleted_ms=r.get("deleted"), phase=r.get("phase", ""),
+                                node=r.get("node"), disruption=r.get("disruption"))
                 for uid, r in self.pods.items() if r["labels"].get("hollowscale.io/instance") == instance]
 
 
@@ -195,6 +206,75 @@ def test_jobs_recover_from_crashed_pods_as_their_controllers_restart_them(tmp_pa
     assert s["unrecovered"] == 0 and 0 < s["ettr"] < 1, s
     md = ((out / "latest").resolve() / "summary.md").read_text()
     assert "## Training jobs through failures" in md
+
+
+def test_a_drained_node_evicts_a_job_pod_that_the_job_ignores_as_a_disruption(tmp_path: Path) -> None:
+    """``node-drain`` for real: the node a Job's pod runs on is cordoned and the pod evicted through the Eviction
+    API (the API server marks it ``DisruptionTarget``).  The Job allows no failure per index
+    (``backoffLimitPerIndex: 0``), so it completes only because its ``podFailurePolicy`` ignores disruptions; the
+    replacement runs on another node while this one is cordoned, the node is uncordoned at its repair, and the
+    recovery recomputed from the test's own pod watch agrees with the report within 5%."""
+    local = LocalCluster(tmp_path / "c")
+    info = local.up(timeout_s=180)
+    watch = PodWatch(info.kubeconfig)
+    drained_node: dict[str, Any] = {}
+    try:
+        doc = _scenario(tmp_path / "c")
+        doc.update(name="training-drain-it")
+        doc["cluster"] = {"backend": "local", "dir": str(tmp_path / "c"), "namespace": "hs-drain-it"}
+        doc["pools"][0]["count"] = 8
+        doc["workloads"] = [_workload("job", "Job", backoff_limit_per_index=0,
+                                      pod_failure_policy={"ignore_disruptions": True})]
+        doc["arrival"] = {"curve": "constant", "rate": 0.5, "duration_s": "12s", "per_user_rate": 0.5, "seed": 36,
+                          "max_instances": 1}
+        doc["faults"] = [{"type": "node-drain", "at_s": "11s", "workload": "job", "count": 1,
+                          "repair_after_s": "20s", "seed": 1}]
+        scen = tmp_path / "training-drain-it.yaml"
+        scen.write_text(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))  # no aliases
+        out = tmp_path / "reports"
+        r = run_cli([sys.executable, "-m", "hollowscale.run", str(scen), "--out", str(out), "--quiet"], 600,
+                    cwd=ROOT)
+        found = (out / "latest").resolve() / "summary.json"
+        assert found.is_file(), (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
+        summary = json.loads(found.read_text())
+        assert summary["complete"], (summary.get("incomplete_reason"), summary.get("errors"))
+        (firing,) = [f for e in summary["faults"] for f in e["firings"]]
+        (node,) = firing["nodes"]
+        session = session_for(load_endpoint(str(info.kubeconfig)), 1)
+        got = session.get(f"{info.server}/api/v1/nodes/{node}", timeout=30)
+        drained_node.update(got.json() if got.ok else {"status": got.status_code})
+        # the watch sees every pod of the run to its end (the namespace's deletion), then nothing is left
+        left: dict[str, int] = {}
+
+        def gone() -> bool:
+            left.update(_leftovers(info.kubeconfig, summary["run_id"]))
+            return all(v == 0 for v in left.values())
+
+        try:
+            wait_until("the run's pods and Jobs gone", gone, 180)
+        except AssertionError:
+            pytest.fail(f"left after the run: {left}")
+    finally:
+        watch.stop()
+        local.down()
+
+    (response,) = firing["responses"]
+    assert response["node"] == node and response["cordon"] == 200, response
+    assert [e["status"] for e in response["evictions"]] == [201], response  # one pod of the Job, evicted
+    assert not (drained_node.get("spec") or {}).get("unschedulable"), drained_node  # uncordoned at its repair
+    b = summary["measurements"]["batch"]
+    assert b["instances"]["completed"] == b["instances"]["total"] == 1, b["instances"]
+    (row,) = summary["measurements"]["training"]["faults"]
+    pods = watch.members(row["instance"])
+    t = firing["t_ms"]
+    evicted = [p for p in pods if p.node == node and p.running_ms is not None and p.running_ms <= t]
+    assert len(evicted) == 1 and evicted[0].disruption == "EvictionByEvictionAPI", pods
+    after = [p for p in pods if p.running_ms is not None and p.running_ms > t]
+    assert len(after) == 1 and after[0].node != node, after  # the replacement, not on the cordoned node
+    attempts = attempts_of(member_runs(pods), 4, max(p.deleted_ms or 0 for p in pods) + 1)
+    assert [a.ended for a in attempts] == ["broken", "completed"], attempts
+    mine = (attempts[1].start_ms - t) / 1000.0
+    assert row["recovered"] is True and abs(row["recovered_s"] - mine) <= 0.05 * mine, (row, mine)
 
 
 @pytest.mark.root  # Kueue runs in its own mount namespace
