@@ -11,10 +11,11 @@ keyed by the scenario's ``agents.placement``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hollowscale.cluster.realnode.access import NoRealNodes, RealNodeAccess
 from hollowscale.measure.prom import Target
 from hollowscale.placements.children import Children
 from hollowscale.scenario import Scenario
@@ -31,8 +32,9 @@ class AgentFleet(Protocol):
     restarts: list[dict[str, Any]]
 
     @property
-    def ports(self) -> list[int]:
-        """The agents' control and metrics ports on 127.0.0.1 (faults are posted there)."""
+    def addresses(self) -> list[str]:
+        """Each agent's control and metrics server as ``host:port`` the harness reaches (faults are posted
+        there): ``127.0.0.1:PORT`` beside the harness or on a host network, a node's address elsewhere."""
         ...
 
     def pids(self) -> dict[str, int]:
@@ -140,6 +142,7 @@ class PlacementSettings:
         log: the run's progress log.
         sleep: the run's sleep (it watches the run's processes while it waits).
         locust_processes: Locust processes of a headless Locust (``--processes``).
+        real_nodes: the cluster's real nodes, as its backend knows them (where in-cluster pods run).
     """
 
     scenario: Scenario
@@ -151,3 +154,4 @@ class PlacementSettings:
     log: Log
     sleep: Sleep
     locust_processes: int = 1
+    real_nodes: RealNodeAccess = field(default_factory=NoRealNodes)

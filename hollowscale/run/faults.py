@@ -68,7 +68,7 @@ class Faults:
         ``timeline`` and ``endpoint``: where the faults aimed at jobs find their targets and drain nodes.
         The fault processes stop when ``schedule`` is cancelled."""
         self.agents, self.control_plane = agents, control_plane
-        self.jobs = JobFaults(lambda: agents.ports, endpoint, timeline, self.log, self.errors)
+        self.jobs = JobFaults(lambda: agents.addresses, endpoint, timeline, self.log, self.errors)
         schedule.on_cancel.append(self.stop)
         self.handlers.update({t: h for f in features for t, h in f.fault_handlers().items()})
         for i in range(len(self.sc.faults)):
@@ -106,7 +106,7 @@ class Faults:
         body = {"fraction": f.fraction, "duration_s": f.duration_s, "seed": f.seed}
         if f.type == "pod-failures":
             body["exit_code"] = f.exit_code
-        entry["responses"] = post_to_agents(agents_session(), self.agents.ports if self.agents else [], f.type, body)
+        entry["responses"] = post_to_agents(agents_session(), self.agents.addresses if self.agents else [], f.type, body)
         self.log(f"fault {f.type} fired: {entry['responses']}")
         return entry
 

@@ -50,22 +50,23 @@ NODE_LABEL = "hollowscale.io/hollow"
 
 
 def agents_session() -> requests.Session:
-    """A session for the agents' control ports on 127.0.0.1 (no proxy from the environment)."""
+    """A session for the agents' control servers (no proxy from the environment)."""
     http = requests.Session()
     http.trust_env = False
     return http
 
 
-def post_to_agents(http: requests.Session, ports: Sequence[int], kind: str,
+def post_to_agents(http: requests.Session, addresses: Sequence[str], kind: str,
                    body: dict[str, Any]) -> list[dict[str, Any]]:
-    """``POST /faults/<kind>`` with ``body`` to every agent's control port; each one's answer or error."""
+    """``POST /faults/<kind>`` with ``body`` to every agent's control server (``host:port``); each one's answer
+    or error."""
     out: list[dict[str, Any]] = []
-    for port in ports:
+    for address in addresses:
         try:
-            r = http.post(f"http://127.0.0.1:{port}/faults/{kind}", json=body, timeout=10)
-            out.append({"port": port, "status": r.status_code, "body": r.text[:300]})
+            r = http.post(f"http://{address}/faults/{kind}", json=body, timeout=10)
+            out.append({"agent": address, "status": r.status_code, "body": r.text[:300]})
         except requests.RequestException as exc:
-            out.append({"port": port, "error": str(exc)})
+            out.append({"agent": address, "error": str(exc)})
     return out
 
 
@@ -90,9 +91,9 @@ def pick(items: Sequence[str], f: FaultSpec, rng: random.Random) -> list[str]:
 class JobFaults:
     """Fires this module's faults; a process runs in a thread of its own until its span ends or :meth:`stop`."""
 
-    def __init__(self, ports: Callable[[], Sequence[int]], endpoint: KubeEndpoint | None, timeline: Timeline | None,
+    def __init__(self, agents: Callable[[], Sequence[str]], endpoint: KubeEndpoint | None, timeline: Timeline | None,
                  log: Callable[[str], None], errors: list[str]) -> None:
-        self.ports = ports
+        self.agents = agents
         self.endpoint = endpoint
         self.timeline = timeline
         self.log = log
@@ -177,8 +178,8 @@ class JobFaults:
         return firing
 
     def _post_agents(self, kind: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-        out = post_to_agents(self._http, self.ports(), kind, body)
-        self.errors += [f"fault {kind}: agent on port {r['port']}: {r['error']}" for r in out if "error" in r]
+        out = post_to_agents(self._http, self.agents(), kind, body)
+        self.errors += [f"fault {kind}: agent at {r['agent']}: {r['error']}" for r in out if "error" in r]
         return out
 
     def _node_lost(self, f: FaultSpec, nodes: list[str]) -> list[dict[str, Any]]:

@@ -181,7 +181,7 @@ class Runner:
         self.leaders.start()
         self.placement = placement = placement_for(PlacementSettings(
             self.sc, access.endpoint, access.kubeconfig, self.run_id, self.run_dir, self.children,
-            self.progress.log, self._sleep, self.locust_processes))
+            self.progress.log, self._sleep, self.locust_processes, access.real_nodes))
         check_ownership(self.sc, session_for(access.endpoint, 1), access.endpoint.server)
         placement.start_agents(lambda ready, expected: self.progress.update(pods_ready=f"{ready}/{expected}"))
         if self.sc.measurements.prometheus:
@@ -270,7 +270,7 @@ class Runner:
             incomplete_reason=self.incomplete_reason, errors=self.errors,
             cluster=access.facts if access else ClusterFacts(profile=self.sc.cluster.profile),
             server=access.endpoint.server if access else None, nodes_ready=self.nodes_ready,
-            agent_ports=placement.agents.ports if placement else [], locust_processes=self.locust_processes,
+            agent_addresses=placement.agents.addresses if placement else [], locust_processes=self.locust_processes,
             agent_restarts=placement.agents.restarts if placement else [],
             leaders=self.leaders.report(self.times.load_start or self.times.start) if self.leaders else None,
             component_events=access.control_plane.events() if access else [],

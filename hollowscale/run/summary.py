@@ -113,7 +113,7 @@ class RunFacts:
     cluster: ClusterFacts
     server: str | None
     nodes_ready: int
-    agent_ports: list[int]
+    agent_addresses: list[str]
     locust_processes: int
     faults: list[dict[str, Any]]
     timings: dict[str, float]
@@ -201,7 +201,7 @@ def assemble(f: RunFacts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         # gang gates, runtime config, Kueue version and configuration (local cluster)
         "features": ci.features,
         "reused": ci.reused,
-        "agents": {"shards": sc.agents.shards, "ports": f.agent_ports, "placement": sc.agents.placement,
+        "agents": {"shards": sc.agents.shards, "addresses": f.agent_addresses, "placement": sc.agents.placement,
                    # gang members wait for each other before their run time counts (hollow agent default)
                    "gang_barrier": "--no-gang-barrier" not in sc.agents.args},
         "namespace": f.namespace,

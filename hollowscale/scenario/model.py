@@ -237,7 +237,8 @@ class AgentSpec(Spec):
         placement: ``process`` (agents and Locust run as processes beside the harness) or
             ``in-cluster`` (they run as pods of ``deploy/hollowscale``: the agent StatefulSet with
             ``shards`` replicas, each taking shard ``ordinal/replicas``, Locust's master and
-            ``locust_workers`` workers, Prometheus scraping them; needs ``cluster.backend: existing``).
+            ``locust_workers`` workers, Prometheus scraping them, on the cluster's real nodes; needs
+            ``cluster.backend: kind``, its workers, or ``existing``, a local cluster with real nodes).
         locust_workers: Locust worker pods of an ``in-cluster`` run.
     """
 
@@ -593,9 +594,10 @@ class ScenarioFile(Spec):
             kueue_somewhere = self.cluster.kueue or any(v.kueue for v in self.variants)
             if w.queued and kueue_somewhere and not self.tenants:
                 problems.append((("workloads", i, "queued"), "queued workloads need tenants (each has a queue)"))
-        if self.agents.placement == "in-cluster" and self.cluster.backend != "existing":
-            problems.append((("agents", "placement"), "in-cluster agents are deployed into a cluster given by its "
-                             f"kubeconfig: expected cluster.backend: existing, got {self.cluster.backend!r}"))
+        if self.agents.placement == "in-cluster" and self.cluster.backend not in ("existing", "kind"):
+            problems.append((("agents", "placement"), "in-cluster agents run as pods on a cluster's real nodes: "
+                             "expected cluster.backend: kind (its workers) or existing (a local cluster with real "
+                             f"nodes, by its kubeconfig), got {self.cluster.backend!r}"))
         if self.cluster.volcano and self.cluster.backend == "local":
             problems.append((("cluster", "volcano"), "Volcano is not started by hollowscale: use it with backend "
                              "existing or kind, on a cluster that runs Volcano"))

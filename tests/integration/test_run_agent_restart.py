@@ -40,7 +40,7 @@ def test_dead_agent_shard_is_restarted_on_its_port(cluster: Any, tmp_path: Path,
     try:
         agents.start()
         ReadyBarrier(sc, tmp_path / "logs").wait(session, endpoint.server, time.sleep, lambda r, n: None)
-        port, pid = agents.ports[0], agents.procs[0].proc.pid
+        port, pid = agents.procs[0].port, agents.procs[0].proc.pid
         agents.procs[0].proc.send_signal(signal.SIGKILL)
         agents.procs[0].proc.wait(10)
         t_dead = time.time()
@@ -52,7 +52,7 @@ def test_dead_agent_shard_is_restarted_on_its_port(cluster: Any, tmp_path: Path,
         assert exited["event"] == "exited" and exited["exit"] == "killed by SIGKILL" and exited["restart_in_s"] == 1.0
         assert started["event"] == "started" and started["port"] == port and started["pid"] != pid
         assert started["t"] - t_dead >= 0.95
-        assert agents.dead() is None and agents.ports == [port]
+        assert agents.dead() is None and agents.addresses == [f"127.0.0.1:{port}"]
         assert agents.procs[0].metrics()["hollow_nodes_managed"] == 5  # its nodes, adopted again
         assert ready_nodes(session, endpoint.server, sc.node_names()) == 5
         assert any("restarting in 1s" in line for line in logs)

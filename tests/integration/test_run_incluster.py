@@ -96,7 +96,9 @@ def test_incluster_run_registers_the_nodes_reports_and_leaves_nothing(
                             "prometheus"], inc["pods"]
     assert len(inc["pods"]) == 7 and all(p["node"] in real and p.get("ready_s") is not None for p in inc["pods"])
     assert summary["cluster"]["agents"]["placement"] == "in-cluster"
-    assert summary["cluster"]["agents"]["ports"] == inc["ports"]["agents"]
+    assert summary["cluster"]["agents"]["addresses"] == [f"127.0.0.1:{p}" for p in inc["ports"]["agents"]]
+    assert inc["addresses"]["agents"] == summary["cluster"]["agents"]["addresses"]
+    assert sorted(inc["agent_nodes"]) == ["hollow-agent-0", "hollow-agent-1", "hollow-agent-2"]
     # the scenario's node count, registered by those pods
     assert summary["cluster"]["nodes_ready"] == summary["cluster"]["nodes_expected"] == 2000
     # Locust's stats came from the master pod; the load ran and every job finished

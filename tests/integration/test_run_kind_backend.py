@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 from clirun import interrupt, run_cli
+from kindstate import WORKERS, assert_nothing_left, network_state, no_cluster_yet
 
-from hollowscale.kindnode import firewall, netavark
-from hollowscale.kindnode.engine import Podman, ensure_podman
+from hollowscale.kindnode import firewall
 
 # builds the node image when it is not cached and runs a whole scenario on kind: make test-e2e
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]
@@ -26,45 +26,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-WORKERS = ("hollowscale-worker", "hollowscale-worker2")
-
-
-def _no_cluster_yet() -> Podman:
-    podman = ensure_podman()
-    if podman.run(["container", "exists", "hollowscale-control-plane"], check=False).returncode == 0:
-        pytest.fail("a kind cluster named hollowscale already runs in hollowscale's podman: the run would reuse "
-                    "it, and this test checks a cluster the run creates", pytrace=False)
-    return podman
-
-
-def _network_state() -> tuple[set[str], set[str]]:
-    """The machine's network namespaces (``/run/netns``) and links: a node killed before its teardown
-    leaves both (its namespace, its veth and the network's bridge)."""
-    netns = {p.name for p in Path("/run/netns").iterdir()} if Path("/run/netns").is_dir() else set()
-    links = {line.split(":")[1].strip().split("@")[0] for line in subprocess.run(
-        ["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout.splitlines()}
-    return netns, links
-
-
-def _assert_nothing_left(podman: Podman, fw_before: dict[str, firewall.Rules], modules_before: bool,
-                         net_before: tuple[set[str], set[str]]) -> None:
-    """No node container, no volume, no kind network, no DNS config of one nor a ledger entry for it, the
-    firewall, /lib/modules, the network namespaces and links as before."""
-    assert not podman.run(["ps", "--all", "--quiet"]).stdout.strip()
-    assert not podman.run(["volume", "ls", "--quiet"]).stdout.strip()
-    assert podman.run(["network", "exists", "kind"], check=False).returncode != 0
-    assert not (netavark.dns_dir() / "kind").exists()
-    assert not netavark.ledger_path(podman.networks_dir).exists()  # every entry done with
-    assert {t: r.chains for t, r in firewall.snapshot().items()} == {t: r.chains for t, r in fw_before.items()}
-    assert Path("/lib/modules").exists() == modules_before
-    assert _network_state() == net_before
-
-
 def test_smoke_scenario_on_a_kind_cluster_built_here(tmp_path: Path) -> None:
-    podman = _no_cluster_yet()
+    podman = no_cluster_yet()
     modules_before = Path("/lib/modules").exists()
     fw_before = firewall.snapshot()
-    net_before = _network_state()
+    net_before = network_state()
     doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
     doc["cluster"] = {"backend": "kind", "namespace": "kind-smoke"}
     # a real job on the workers: a teacher behind its Service, a student that trains with its soft labels
@@ -93,14 +59,14 @@ def test_smoke_scenario_on_a_kind_cluster_built_here(tmp_path: Path) -> None:
     [job] = summary["distill_jobs"]
     assert job["student_phase"] == "Succeeded" and job["lost_samples"] == 0 and job["test_accuracy"] > 0.3, job
     assert job["student_node"] in WORKERS and {p["node"] for p in job["teacher_pods"]} <= set(WORKERS), job
-    _assert_nothing_left(podman, fw_before, modules_before, net_before)
+    assert_nothing_left(podman, fw_before, modules_before, net_before)
 
 
 def test_ctrl_c_while_kind_creates_the_cluster_leaves_nothing(tmp_path: Path) -> None:
-    podman = _no_cluster_yet()
+    podman = no_cluster_yet()
     modules_before = Path("/lib/modules").exists()
     fw_before = firewall.snapshot()
-    net_before = _network_state()
+    net_before = network_state()
     doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
     doc["cluster"] = {"backend": "kind", "namespace": "kind-interrupt"}
     scen = tmp_path / "kind.yaml"
@@ -121,7 +87,7 @@ def test_ctrl_c_while_kind_creates_the_cluster_leaves_nothing(tmp_path: Path) ->
     assert proc.returncode == 130, output[-3000:]
     summary = json.loads((next(out.glob("*/summary.json"))).read_text())
     assert summary["complete"] is False and "SIGINT" in summary["incomplete_reason"]
-    _assert_nothing_left(podman, fw_before, modules_before, net_before)
+    assert_nothing_left(podman, fw_before, modules_before, net_before)
 
 
 def test_the_gpu_config_gives_its_worker_the_passthrough_mount_and_fake_gpus_a_pod_gets(tmp_path: Path) -> None:
@@ -134,10 +100,10 @@ def test_the_gpu_config_gives_its_worker_the_passthrough_mount_and_fake_gpus_a_p
     from hollowscale.scenario.validate import parse_scenario
     from kubecore.watch import session_for
 
-    podman = _no_cluster_yet()
+    podman = no_cluster_yet()
     modules_before = Path("/lib/modules").exists()
     fw_before = firewall.snapshot()
-    net_before = _network_state()
+    net_before = network_state()
     doc = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
     doc["cluster"] = {"backend": "kind", "namespace": "kind-gpu", "kind_config": "kind-config-gpu.yaml",
                       "real_node_gpus": {"count": 2}}
@@ -175,5 +141,5 @@ def test_the_gpu_config_gives_its_worker_the_passthrough_mount_and_fake_gpus_a_p
         assert phase == "Succeeded" and logs.strip().startswith("hollowscale-worker-gpu-"), (phase, logs)
     finally:
         backend.down()
-    _assert_nothing_left(podman, fw_before, modules_before, net_before)
+    assert_nothing_left(podman, fw_before, modules_before, net_before)
     assert plugins_dir is not None and not plugins_dir.exists()

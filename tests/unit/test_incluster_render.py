@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from hollowscale.cluster.binaries import binaries
+from hollowscale.placements.incluster.network import KIND_OVERLAY, agent_services
 from hollowscale.placements.incluster.render import (
     BASE,
     LOCAL_OVERLAY,
@@ -65,13 +66,14 @@ def env_of(workload: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
 
 
-def render_run(tmp_path: Path, s: RunManifestSettings) -> list[dict[str, Any]]:
+def render_run(tmp_path: Path, s: RunManifestSettings,
+               extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     pools = {"pools": [{"name": "p", "count": 5}]}
     load = {"name": "x", "namespace": "load-a"}
     folder = write_driver_kustomization(tmp_path / "driver", s, pools, load,
                                         {"hollowscale-target-agent": "agent-kubeconfig",
                                          "hollowscale-target-load": "load-kubeconfig"},
-                                        {"token": "t0k", "ca.crt": "CA", "server": s.target_server})
+                                        {"token": "t0k", "ca.crt": "CA", "server": s.target_server}, extra)
     return kustomize(folder)
 
 
@@ -164,6 +166,33 @@ def test_run_kustomization_over_the_base_without_host_ports(tmp_path: Path) -> N
     prom = yaml.safe_load(by_kind(docs, "ConfigMap")["prometheus-config"]["data"]["prometheus.yml"])
     agents = next(j for j in prom["scrape_configs"] if j["job_name"] == "hollow-agents")
     assert agents["static_configs"][0]["targets"] == [f"hollow-agent-{i}.hollow-agent:8080" for i in range(3)]
+
+
+@pytest.mark.integration  # starts a process
+def test_kind_overlay_keeps_the_pod_network_on_the_workers_with_node_ports(tmp_path: Path) -> None:
+    s = settings(ports=None, overlay=KIND_OVERLAY, target_server="kubernetes.default.svc:443")
+    docs = render_run(tmp_path, s, agent_services(s.shards))
+    for w in workloads(docs):
+        pod = w["spec"]["template"]["spec"]
+        assert "hostNetwork" not in pod and pod["nodeSelector"] == {"hollowscale.io/node-kind": "real"}
+        assert {"key": "hollowscale.io/real-node", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+        assert pod["containers"][0]["imagePullPolicy"] == "Never"  # loaded into the workers, no registry
+    spread = by_kind(docs, "StatefulSet")["hollow-agent"]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    term = spread["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": "hollow-agent"}
+    services = by_kind(docs, "Service")
+    assert {n: v["spec"].get("type") for n, v in services.items()} == {
+        "hollow-agent": None, "locust-master": "NodePort", "prometheus": "NodePort",
+        **{f"hollow-agent-{i}-control": "NodePort" for i in range(3)}}
+    for i in range(3):  # the run's own Services: in its namespace, labelled, each selecting one shard's pod
+        svc = services[f"hollow-agent-{i}-control"]
+        assert svc["metadata"]["namespace"] == s.namespace and svc["metadata"]["labels"][RUN_LABEL] == s.run_id
+        assert svc["spec"]["selector"] == {"statefulset.kubernetes.io/pod-name": f"hollow-agent-{i}"}
+    prom = yaml.safe_load(by_kind(docs, "ConfigMap")["prometheus-config"]["data"]["prometheus.yml"])
+    targets = {j["job_name"]: j["static_configs"][0]["targets"] for j in prom["scrape_configs"]}
+    assert targets == {"apiserver": ["kubernetes.default.svc:443"],
+                       "hollow-agents": [f"hollow-agent-{i}.hollow-agent:8080" for i in range(3)]}
 
 
 @pytest.mark.integration  # starts a process

@@ -57,7 +57,7 @@ def test_features_are_wired_into_the_hooks_they_implement() -> None:
 class _Agents:
     def __init__(self) -> None:
         self.restarts: list[dict[str, Any]] = []
-        self.ports: list[int] = []
+        self.addresses: list[str] = []
 
     def pids(self) -> dict[str, int]:
         return {}

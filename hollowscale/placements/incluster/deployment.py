@@ -1,17 +1,19 @@
 """One run's in-cluster deployment: images, least-privilege credentials, the pods, their end.
 
-What ``hollowscale run`` does with ``agents.placement: in-cluster`` (driver = the local cluster's real
-nodes, target = the same cluster, reached through its kubeconfig):
+What ``hollowscale run`` does with ``agents.placement: in-cluster`` (driver = the cluster's real nodes: the
+local cluster's, or a kind cluster's workers; target = the same cluster, reached through its kubeconfig):
 
-1. images: the agent and Prometheus images are built (cached by content) and imported into every
-   real node's containerd (no registry);
+1. images: the agent and Prometheus images are built (cached by content) and put into every real node's
+   container runtime (no registry: :class:`hollowscale.cluster.realnode.access.RealNodeAccess`);
 2. the driver namespace is claimed (created by the run, or an existing one used as it is);
 3. target side: ``deploy/hollowscale/target`` rendered with the run's suffix (ServiceAccounts,
    least-privilege roles, a RoleBinding per load namespace) and created; a short-lived token per
    ServiceAccount (TokenRequest) becomes the kubeconfig in the pods' Secrets;
-4. driver side: ``deploy/hollowscale/overlays/local-real-nodes`` rendered with the run's namespace,
-   label, replicas, free host ports, pools, load spec and Secrets, and created; then every pod must
-   be Ready (a pod that cannot start ends the run with its reason and log);
+4. driver side: the overlay of the driver's network (:mod:`~.network`: ``local-real-nodes`` on a host
+   network with free host ports, ``kind-workers`` on a pod network with NodePort Services) rendered with the
+   run's namespace, label, replicas, pools, load spec and Secrets, and created; then every pod must be Ready
+   (a pod that cannot start ends the run with its reason and log), and the harness learns where it reaches
+   them;
 5. the load starts through the Locust master's web API once the hollow nodes are Ready;
 6. teardown: the driver objects go first (each agent deletes its nodes when its pod is stopped), the
    run waits for its pods to be gone, deletes any hollow node of the scenario still there, then the
@@ -33,11 +35,12 @@ import requests
 import yaml
 
 from hollow.nodebody import NODE_LABEL
+from hollowscale.cluster.realnode.access import LocalRealNodes, NoRealNodes, RealNodeAccess
 from hollowscale.placements.incluster import pods as podwait
 from hollowscale.placements.incluster.locustweb import LocustMaster
+from hollowscale.placements.incluster.network import DriverNetwork, network_for
 from hollowscale.placements.incluster.objects import ObjectLedger
 from hollowscale.placements.incluster.render import (
-    Ports,
     RunManifestSettings,
     kustomize,
     place_target_objects,
@@ -101,25 +104,28 @@ def consecutive_free_ports(count: int, tries: int = 200, low: int = 10000) -> in
     raise InClusterError(f"no {count} consecutive free ports on 127.0.0.1 after {tries} tries")
 
 
-def local_real_node_sockets(kubeconfig: Path, server: str) -> list[str]:
-    """The containerd sockets of the real nodes when ``kubeconfig`` is a local cluster's (its folder
-    holds the cluster's state and the server matches); [] when it is not one."""
+def local_real_nodes(kubeconfig: Path, server: str) -> RealNodeAccess:
+    """The real nodes of the local cluster ``kubeconfig`` belongs to (its folder holds the cluster's state and
+    the server matches), for ``cluster.backend: existing`` pointed at one; :class:`NoRealNodes` otherwise."""
     from hollowscale.cluster.local import LocalCluster
 
     try:
         info = LocalCluster(kubeconfig.resolve().parent).info()
     except Exception:  # not a local cluster folder at all
-        return []
-    if info is None or info.server.rstrip("/") != server.rstrip("/"):
-        return []
-    return [str(n.containerd_socket) for n in info.real_nodes]
+        return NoRealNodes()
+    if info is None or info.server.rstrip("/") != server.rstrip("/") or not info.real_nodes:
+        return NoRealNodes()
+    host, _, port = server.split("://", 1)[-1].rstrip("/").rpartition(":")
+    return LocalRealNodes(tuple(str(n.containerd_socket) for n in info.real_nodes), (host, int(port)))
 
 
 class InClusterDeployment:
     """The pods of one run's in-cluster placement and everything they need (see the module docstring)."""
 
     def __init__(self, sc: Scenario, endpoint: KubeEndpoint, kubeconfig: Path, run_id: str, run_dir: Path,
-                 log: Log) -> None:
+                 log: Log, real_nodes: RealNodeAccess | None = None) -> None:
+        """``real_nodes``: the cluster's, as its backend knows them (kind's workers, the local cluster's);
+        None or none known: those of the local cluster ``kubeconfig`` belongs to, if it is one."""
         self.sc = sc
         self.endpoint = endpoint
         self.kubeconfig = kubeconfig
@@ -136,31 +142,33 @@ class InClusterDeployment:
         self.images: list[dict[str, Any]] = []
         self.pod_times: list[dict[str, Any]] = []
         self.teardown_facts: dict[str, Any] = {}
-        self.sockets: list[str] = []
+        self.real_nodes: RealNodeAccess = real_nodes if real_nodes is not None else NoRealNodes()
+        self.network: DriverNetwork | None = None
 
     # ------------------------------------------------------------------------------------ setup
     def check(self) -> None:
-        """The driver must be the local cluster with real nodes (that is what the overlay is for)."""
-        self.sockets = local_real_node_sockets(self.kubeconfig, self.server)
-        if not self.sockets:
+        """The driver is the cluster's real nodes (its backend's, or the local cluster's behind ``existing``);
+        they choose the network (:func:`~.network.network_for`)."""
+        if not self.real_nodes.count:
+            self.real_nodes = local_real_nodes(self.kubeconfig, self.server)
+        if not self.real_nodes.count:
             raise InClusterError(
-                f"agents.placement: in-cluster runs on the local cluster's real nodes, and {self.kubeconfig} "
-                f"({self.server}) is not a local cluster with real nodes: start one with `hollowscale cluster up "
-                "--real-nodes 1` and point cluster.kubeconfig at its kubeconfig (for another driver cluster, "
-                "apply deploy/hollowscale/base yourself: see its kustomization.yaml)")
+                f"agents.placement: in-cluster runs on the cluster's real nodes, and {self.kubeconfig} "
+                f"({self.server}) has none hollowscale knows: use cluster.backend: kind (its workers), or start a "
+                "local cluster with `hollowscale cluster up --real-nodes 1` and point cluster.kubeconfig at its "
+                "kubeconfig (for another driver cluster, apply deploy/hollowscale/base yourself: see its "
+                "kustomization.yaml)")
+        self.network = network_for(self.real_nodes, consecutive_free_ports)
 
     def prepare_images(self) -> tuple[str, str]:
-        """Build the agent and Prometheus images and import them into every real node; their names."""
-        from hollowscale.cluster.realnode.images import ctr_binary
-        from hollowscale.images import build_images, import_images
+        """Build the agent and Prometheus images and put them into every real node; their names."""
+        from hollowscale.images import build_images
 
         t = time.monotonic()
         built = build_images(["agent", "prometheus"], progress=self.log)
         self.timings["image_build_s"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
-        for sock in self.sockets:
-            self.log(f"importing {', '.join(b.name for b in built)} into {sock}")
-            import_images(built, ctr=ctr_binary(), address=Path(sock))
+        self.real_nodes.load_images(built, self.log)
         self.timings["image_import_s"] = round(time.monotonic() - t, 3)
         self.images = [{"name": b.name, "digest": b.digest, "size": b.size, "cached": b.cached} for b in built]
         return built[0].name, built[1].name
@@ -177,15 +185,18 @@ class InClusterDeployment:
     def deploy(self, sleep: Callable[[float], None], report: Callable[[int, int], None] | None = None) -> None:
         """Images, namespace, target RBAC and tokens, the driver's objects; every pod Ready."""
         t0 = time.monotonic()
+        if self.network is None:
+            self.check()
+        network = self.network
+        assert network is not None
         agent_image, prom_image = self.prepare_images()
         self.claim = claim_namespace(self.http, self.server, driver_namespace(self.sc), self.run_id, log=self.log)
-        base = consecutive_free_ports(self.sc.agents.shards + 3)  # agents, then master, web, Prometheus
-        master, web, prom = base + self.sc.agents.shards, base + self.sc.agents.shards + 1, base + self.sc.agents.shards + 2
-        target_server = self.server.split("://", 1)[1].rstrip("/")
+        pod_server = network.pod_server(self.server)
         self.settings = RunManifestSettings(
             namespace=self.claim.name, run_id=self.run_id, shards=self.sc.agents.shards,
             locust_workers=self.sc.agents.locust_workers, agent_image=agent_image, prometheus_image=prom_image,
-            ports=Ports(base, master, web, prom), target_server=target_server,
+            ports=network.choose_ports(self.sc.agents.shards), overlay=network.overlay,
+            target_server=pod_server.split("://", 1)[1].rstrip("/"),
             load_namespaces=tuple(self.sc.namespaces), agent_args=tuple(self.sc.agents.args),
             scrape_interval_s=self.sc.measurements.scrape_interval_s,
             token_seconds=max(600, int(self.sc.timeout_s) + 900),
@@ -199,12 +210,12 @@ class InClusterDeployment:
             self.target.create_all(target_docs)
             ca = Path(self.endpoint.ca_file).read_text() if self.endpoint.ca_file else None
             tokens = {role: self._token(*service_account(target_docs, role)) for role in ("agent", "load", "metrics")}
-            kubeconfigs = {f"hollowscale-target-{role}": token_kubeconfig(self.server, ca, tokens[role],
+            kubeconfigs = {f"hollowscale-target-{role}": token_kubeconfig(pod_server, ca, tokens[role],
                                                                           f"hollowscale-{role}")
                            for role in ("agent", "load")}
-            metrics = {"token": tokens["metrics"], "ca.crt": ca or "", "server": target_server}
+            metrics = {"token": tokens["metrics"], "ca.crt": ca or "", "server": s.target_server}
             folder = write_driver_kustomization(Path(scratch) / "driver", s, self.sc.pools_doc(), self.sc.load.to_doc(),
-                                                kubeconfigs, metrics)
+                                                kubeconfigs, metrics, network.extra_objects(s.shards))
             driver_docs = kustomize(folder)
         (self.dir / "manifests.yaml").write_text(yaml.safe_dump_all(
             without_secret_data(target_docs + driver_docs), sort_keys=False))
@@ -217,7 +228,9 @@ class InClusterDeployment:
                                   sleep, report)
         self.timings["pods_ready_s"] = round(time.monotonic() - t_apply, 3)
         self.pod_times = podwait.start_times(pods)
-        self.log(f"in-cluster: {len(pods)} pods Ready in {self.timings['pods_ready_s']:.1f}s")
+        network.discover(self.http, self.server, s.namespace, self.run_id)
+        spread = ", ".join(f"{p['name']} on {p['node']}" for p in self.pod_times if p["name"].startswith("hollow-agent-"))
+        self.log(f"in-cluster: {len(pods)} pods Ready in {self.timings['pods_ready_s']:.1f}s ({spread})")
 
     @property
     def expected_pods(self) -> int:
@@ -230,8 +243,18 @@ class InClusterDeployment:
 
     # ------------------------------------------------------------------------------------ parts
     def locust(self) -> LocustMaster:
-        assert self.settings is not None and self.settings.ports is not None
-        return LocustMaster(f"http://127.0.0.1:{self.settings.ports.locust_web}")
+        assert self.network is not None
+        return LocustMaster(self.network.locust_web())
+
+    def agent_addresses(self) -> list[str]:
+        """Each agent shard's control server (``host:port``) as the harness reaches it; [] before the pods."""
+        if self.settings is None or self.network is None:
+            return []
+        return self.network.agent_addresses(self.settings.shards)
+
+    def prometheus_url(self) -> str:
+        assert self.network is not None
+        return self.network.prometheus()
 
     def start_load(self, sleep: Callable[[float], None], timeout_s: float = 60.0) -> str:
         """Once every worker joined the master: ``POST /swarm``; the master's message."""
@@ -324,13 +347,18 @@ class InClusterDeployment:
     def section(self) -> dict[str, Any]:
         """``summary.incluster``: where the pods ran, how long images, setup and pods took."""
         s = self.settings
+        agents = {p["name"]: p.get("node") for p in self.pod_times if p["name"].startswith("hollow-agent-")}
         return {
-            "driver": "local cluster real nodes (overlays/local-real-nodes)",
+            "driver": self.network.description if self.network else None,
+            # where each agent shard ran (pod hollow-agent-N runs shard N)
+            "agent_nodes": agents,
             "namespace": {"name": self.claim.name, "created_by_run": self.claim.created} if self.claim else None,
             "shards": s.shards if s else None, "locust_workers": s.locust_workers if s else None,
             "ports": ({"agents": s.agent_ports, "locust_master": s.ports.locust_master,
                        "locust_web": s.ports.locust_web, "prometheus": s.ports.prometheus}
                       if s and s.ports else None),
+            "addresses": ({"agents": self.agent_addresses(), "locust_web": self.network.locust_web(),
+                           "prometheus": self.network.prometheus()} if s and self.network and self.pod_times else None),
             "images": self.images, "timings": self.timings, "pods": self.pod_times,
             "objects_created": [c.text() for c in self.target.created + self.driver.created],
             "teardown": self.teardown_facts,

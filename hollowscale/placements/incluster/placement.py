@@ -1,6 +1,7 @@
 """``agents.placement: in-cluster``: the hollow agents, Locust (master and workers) and Prometheus as pods
-of ``deploy/hollowscale`` on the local cluster's real nodes (:class:`~.deployment.InClusterDeployment`
-makes and removes them); the run watches them through their host ports and the API."""
+of ``deploy/hollowscale`` on the cluster's real nodes (the local cluster's, or kind's workers;
+:class:`~.deployment.InClusterDeployment` makes and removes them); the run watches them through the addresses
+their network gives the harness (:mod:`~.network`) and the API."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ LIVE_FILES = ("locust_stats.csv", "locust_failures.csv")
 
 
 class AgentPods:
-    """The agent StatefulSet's pods: ports are their host ports; the kubelet restarts a crashed agent,
-    this notices and records it."""
+    """The agent StatefulSet's pods, at the addresses the driver's network gives; the kubelet restarts a
+    crashed agent, this notices and records it."""
 
     def __init__(self, deployment: InClusterDeployment) -> None:
         self.deployment = deployment
@@ -31,8 +32,8 @@ class AgentPods:
         self._restarts_seen: dict[str, int] = {}
 
     @property
-    def ports(self) -> list[int]:
-        return self.deployment.settings.agent_ports if self.deployment.settings else []
+    def addresses(self) -> list[str]:
+        return self.deployment.agent_addresses()
 
     def pids(self) -> dict[str, int]:
         return {}  # processes of the pods, not of the harness
@@ -80,10 +81,10 @@ class AgentPods:
 
 
 class PrometheusPod:
-    """The run's Prometheus pod, asked at its host port."""
+    """The run's Prometheus pod, asked where the driver's network lets the harness reach it."""
 
-    def __init__(self, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     def exited(self) -> str | None:
         return None  # a pod: the kubelet restarts it; it is deleted with the run's other pods
@@ -133,25 +134,25 @@ class LocustMasterDriver:
 
 
 class InClusterPlacement:
-    """The pods of ``deploy/hollowscale`` (see :mod:`~.deployment`) on the local cluster's real nodes."""
+    """The pods of ``deploy/hollowscale`` (see :mod:`~.deployment`) on the cluster's real nodes."""
 
     def __init__(self, settings: PlacementSettings) -> None:
         s = settings
         self.settings = settings
-        self.deployment = InClusterDeployment(s.scenario, s.endpoint, s.kubeconfig, s.run_id, s.run_dir, s.log)
+        self.deployment = InClusterDeployment(s.scenario, s.endpoint, s.kubeconfig, s.run_id, s.run_dir, s.log,
+                                              s.real_nodes)
         self.agents = AgentPods(self.deployment)
         self.locust_workers: int | None = s.scenario.agents.locust_workers
 
     def start_agents(self, report: Callable[[int, int], None]) -> None:
-        """Refuses (:class:`~.deployment.InClusterError`) a cluster that is not a local one with real nodes;
-        else images, credentials, the pods, every one Ready (``report(ready, expected)``)."""
+        """Refuses (:class:`~.deployment.InClusterError`) a cluster without real nodes hollowscale knows; else
+        images, credentials, the pods, every one Ready (``report(ready, expected)``)."""
         self.deployment.check()
         self.deployment.deploy(self.settings.sleep, report)
 
     def start_prometheus(self, cluster_targets: list[Target]) -> PrometheusPod:
         """The Prometheus pod (Ready with the others; its scrape targets are in its manifests)."""
-        assert self.deployment.settings is not None and self.deployment.settings.ports is not None
-        return PrometheusPod(self.deployment.settings.ports.prometheus)
+        return PrometheusPod(self.deployment.prometheus_url())
 
     def load_driver(self, load_spec: Path, folder: Path) -> LocustMasterDriver:
         return LocustMasterDriver(self.deployment, folder, self.settings.sleep, self.settings.log)

@@ -73,6 +73,8 @@ class RunManifestSettings:
         target_server: the target apiserver's address as the driver's pods reach it (``host:port``).
         load_namespaces: the load's namespaces (a RoleBinding for Locust in each).
         token_seconds: lifetime of the minted tokens (the run's timeout and a margin).
+        overlay: the shipped overlay to render over (:mod:`~.network`); None: the local one with host
+            ports, else the base.
     """
 
     namespace: str
@@ -89,6 +91,7 @@ class RunManifestSettings:
     token_seconds: int = 3600
     delete_nodes_on_exit: bool = True
     extra_scrape_jobs: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    overlay: Path | None = None
 
     @property
     def suffix(self) -> str:
@@ -176,11 +179,13 @@ def driver_patches(s: RunManifestSettings) -> list[dict[str, Any]]:
 
 
 def write_driver_kustomization(folder: Path, s: RunManifestSettings, pools: dict[str, Any], load_spec: dict[str, Any],
-                               kubeconfigs: dict[str, str], metrics_secret: dict[str, str]) -> Path:
+                               kubeconfigs: dict[str, str], metrics_secret: dict[str, str],
+                               extra_objects: list[dict[str, Any]] | None = None) -> Path:
     """The run's kustomization in ``folder`` (created), over the shipped overlay (or the base).
 
     ``kubeconfigs``: Secret name -> kubeconfig text (``hollowscale-target-agent``, ``...-load``);
-    ``metrics_secret``: the metrics Secret's files (``token``, ``ca.crt``, ``server``).
+    ``metrics_secret``: the metrics Secret's files (``token``, ``ca.crt``, ``server``);
+    ``extra_objects``: the run's own objects beside the overlay's (they get its namespace and label too).
     """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pools.yaml").write_text(yaml.safe_dump(pools, sort_keys=False))
@@ -200,13 +205,17 @@ def write_driver_kustomization(folder: Path, s: RunManifestSettings, pools: dict
     patches = driver_patches(s)
     for i, patch in enumerate(patches):
         (folder / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False))
-    overlay = LOCAL_OVERLAY if s.ports else BASE
+    overlay = s.overlay or (LOCAL_OVERLAY if s.ports else BASE)
+    resources = [os.path.relpath(overlay, folder)]
+    if extra_objects:
+        (folder / "run-objects.yaml").write_text(yaml.safe_dump_all(extra_objects, sort_keys=False))
+        resources.append("run-objects.yaml")
     agent_repo, agent_tag = split_image(s.agent_image)
     prom_repo, prom_tag = split_image(s.prometheus_image)
     doc = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [os.path.relpath(overlay, folder)],
+        "resources": resources,
         "namespace": s.namespace,
         "labels": [{"pairs": {RUN_LABEL: s.run_id}, "includeSelectors": False, "includeTemplates": True}],
         "replicas": [{"name": "hollow-agent", "count": s.shards}, {"name": "locust-worker", "count": s.locust_workers}],

@@ -43,8 +43,8 @@ class Agents:
         self._started_at: dict[int, float] = {}
 
     @property
-    def ports(self) -> list[int]:
-        return [a.port for a in self.procs]
+    def addresses(self) -> list[str]:
+        return [f"{a.host}:{a.port}" for a in self.procs]
 
     def pids(self) -> dict[str, int]:
         return {f"agent-{i}": a.proc.pid for i, a in enumerate(self.procs) if a.proc.poll() is None}

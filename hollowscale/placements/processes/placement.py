@@ -28,7 +28,7 @@ class ProcessPlacement:
 
     def start_prometheus(self, cluster_targets: list[Target]) -> PrometheusServer:
         s = self.settings
-        targets = [*cluster_targets, Target("hollow-agents", "http", [f"127.0.0.1:{p}" for p in self.agents.ports])]
+        targets = [*cluster_targets, Target("hollow-agents", "http", self.agents.addresses)]
         self.prometheus = PrometheusServer(s.run_dir / "prometheus", targets, s.scenario.measurements.scrape_interval_s)
         self.prometheus.start()
         s.children.note("prometheus", self.prometheus.pid)
