@@ -38,7 +38,7 @@ from hollow.nodebody import NODE_LABEL
 from hollowscale.cluster.realnode.access import LocalRealNodes, NoRealNodes, RealNodeAccess
 from hollowscale.placements.incluster import pods as podwait
 from hollowscale.placements.incluster.locustweb import LocustMaster
-from hollowscale.placements.incluster.network import DriverNetwork, network_for
+from hollowscale.placements.incluster.network import DriverNetwork, DriverNetworkError, network_for
 from hollowscale.placements.incluster.objects import ObjectLedger
 from hollowscale.placements.incluster.render import (
     RunManifestSettings,
@@ -250,7 +250,10 @@ class InClusterDeployment:
         """Each agent shard's control server (``host:port``) as the harness reaches it; [] before the pods."""
         if self.settings is None or self.network is None:
             return []
-        return self.network.agent_addresses(self.settings.shards)
+        try:
+            return self.network.agent_addresses(self.settings.shards)
+        except DriverNetworkError:  # the pods are not Ready yet: the harness does not know where they are
+            return []
 
     def prometheus_url(self) -> str:
         assert self.network is not None
@@ -344,6 +347,16 @@ class InClusterDeployment:
         return errors
 
     # ------------------------------------------------------------------------------------ report
+    def _addresses(self) -> dict[str, Any] | None:
+        """Where the harness reached the pods; None before it knew (a run that ended while they started)."""
+        if self.settings is None or self.network is None:
+            return None
+        try:
+            return {"agents": self.network.agent_addresses(self.settings.shards), "locust_web": self.network.locust_web(),
+                    "prometheus": self.network.prometheus()}
+        except DriverNetworkError:
+            return None
+
     def section(self) -> dict[str, Any]:
         """``summary.incluster``: where the pods ran, how long images, setup and pods took."""
         s = self.settings
@@ -357,8 +370,7 @@ class InClusterDeployment:
             "ports": ({"agents": s.agent_ports, "locust_master": s.ports.locust_master,
                        "locust_web": s.ports.locust_web, "prometheus": s.ports.prometheus}
                       if s and s.ports else None),
-            "addresses": ({"agents": self.agent_addresses(), "locust_web": self.network.locust_web(),
-                           "prometheus": self.network.prometheus()} if s and self.network and self.pod_times else None),
+            "addresses": self._addresses(),
             "images": self.images, "timings": self.timings, "pods": self.pod_times,
             "objects_created": [c.text() for c in self.target.created + self.driver.created],
             "teardown": self.teardown_facts,
