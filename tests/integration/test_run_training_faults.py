@@ -142,6 +142,21 @@ def _leftovers(kubeconfig: Path, run_id: str) -> dict[str, int]:
     return out
 
 
+def _wait_nothing_left(kubeconfig: Path, run_id: str) -> None:
+    """The run deleted its namespace and the namespace controller empties it: wait for that, then no pod, Job,
+    JobSet or Workload of the run may be left."""
+    left: dict[str, int] = {}
+
+    def gone() -> bool:
+        left.update(_leftovers(kubeconfig, run_id))
+        return all(v == 0 for v in left.values())
+
+    try:
+        wait_until("the run's pods, Jobs, JobSets and Workloads gone", gone, 180)
+    except AssertionError:
+        pytest.fail(f"left after the run: {left}")
+
+
 def test_jobs_recover_from_crashed_pods_as_their_controllers_restart_them(tmp_path: Path) -> None:
     if not os.access(jobset_binary(), os.X_OK):
         pytest.fail(f"JobSet binary missing: {jobset_binary()} -- run `make setup-test` first", pytrace=False)
@@ -160,17 +175,7 @@ def test_jobs_recover_from_crashed_pods_as_their_controllers_restart_them(tmp_pa
         (ARTIFACTS / "training-faults-summary.json").write_bytes(found.read_bytes())  # for a post-mortem
         summary = json.loads(found.read_text())
         assert summary["complete"], (r.stdout[-3000:], r.stderr[-3000:])
-        # the run deleted its namespace; the namespace controller empties it: wait for that, then nothing is left
-        left: dict[str, int] = {}
-
-        def gone() -> bool:
-            left.update(_leftovers(info.kubeconfig, summary["run_id"]))
-            return all(v == 0 for v in left.values())
-
-        try:
-            wait_until("the run's pods, Jobs, JobSets and Workloads gone", gone, 180)
-        except AssertionError:
-            pytest.fail(f"left after the run: {left}")
+        _wait_nothing_left(info.kubeconfig, summary["run_id"])
     finally:
         watch.stop()
         local.down()
@@ -243,17 +248,7 @@ def test_a_drained_node_evicts_a_job_pod_that_the_job_ignores_as_a_disruption(tm
         session = session_for(load_endpoint(str(info.kubeconfig)), 1)
         got = session.get(f"{info.server}/api/v1/nodes/{node}", timeout=30)
         drained_node.update(got.json() if got.ok else {"status": got.status_code})
-        # the watch sees every pod of the run to its end (the namespace's deletion), then nothing is left
-        left: dict[str, int] = {}
-
-        def gone() -> bool:
-            left.update(_leftovers(info.kubeconfig, summary["run_id"]))
-            return all(v == 0 for v in left.values())
-
-        try:
-            wait_until("the run's pods and Jobs gone", gone, 180)
-        except AssertionError:
-            pytest.fail(f"left after the run: {left}")
+        _wait_nothing_left(info.kubeconfig, summary["run_id"])  # the watch sees every pod of the run to its end
     finally:
         watch.stop()
         local.down()
