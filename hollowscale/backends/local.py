@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from hollow.dra import GPU_MODELS
 from hollowscale.backends.base import BackendSettings, ClusterAccess, ClusterFacts
@@ -105,15 +104,13 @@ class LocalBackend:
             info = self.cluster.info() or info
         self.started = not info.reused
         endpoint = load_endpoint(Path(info.kubeconfig))
-        server = urlsplit(endpoint.server)
         return ClusterAccess(
             endpoint=endpoint, kubeconfig=Path(info.kubeconfig),
             metrics=targets_from_metrics(info.metrics, str(info.ca_file), str(info.admin_cert), str(info.admin_key),
                                          tokens=info.metrics_tokens),
             facts=facts(info), control_plane=SupervisedControlPlane(self.cluster),
             started_pids=dict(info.pids) if self.started else {},
-            real_nodes=LocalRealNodes(tuple(str(n.containerd_socket) for n in info.real_nodes),
-                                      (server.hostname or "127.0.0.1", server.port or 443)))
+            real_nodes=LocalRealNodes.at([str(n.containerd_socket) for n in info.real_nodes], endpoint.server))
 
     def down(self) -> None:
         if self.cluster is not None and self.started and not self.settings.keep_cluster:

@@ -65,12 +65,12 @@ def _node(name: str, ip: str, ready: bool = True) -> dict[str, Any]:
 def test_the_local_clusters_nodes_need_the_host_network_and_kinds_the_pod_network(tmp_path: Path) -> None:
     local = network_for(LocalRealNodes(("/run/a.sock",), ("127.0.0.1", 6443)), lambda n: 20000)
     assert isinstance(local, HostNetwork) and local.overlay == LOCAL_OVERLAY
-    assert local.pod_server("https://127.0.0.1:6443") == "https://127.0.0.1:6443"
+    assert local.pod_server == "https://127.0.0.1:6443"
     kind = KindRealNodes(KindCluster(name="hollowscale", kubeconfig=tmp_path / "kc", created=True),
                          ("hollowscale-worker", "hollowscale-worker2"))
     pods = network_for(kind, lambda n: pytest.fail("a pod network chooses no host ports"))
     assert isinstance(pods, PodNetwork) and pods.overlay == KIND_OVERLAY
-    assert pods.pod_server("https://127.0.0.1:41234") == IN_CLUSTER_SERVER  # the kubernetes Service, not the host's
+    assert pods.pod_server == IN_CLUSTER_SERVER  # the kubernetes Service, not the host's
     assert pods.choose_ports(2) is None
 
 

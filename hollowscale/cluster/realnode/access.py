@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from hollowscale.images import BuiltImage
 
@@ -89,6 +90,12 @@ class LocalRealNodes:
 
     sockets: tuple[str, ...]
     apiserver: tuple[str, int]
+
+    @classmethod
+    def at(cls, sockets: Sequence[str], server: str) -> LocalRealNodes:
+        """The nodes of ``sockets``, with the apiserver of the URL ``server`` (the cluster's kubeconfig's)."""
+        url = urlsplit(server)
+        return cls(tuple(sockets), (url.hostname or "127.0.0.1", url.port or 443))
 
     @property
     def count(self) -> int:

@@ -115,8 +115,7 @@ def local_real_nodes(kubeconfig: Path, server: str) -> RealNodeAccess:
         return NoRealNodes()
     if info is None or info.server.rstrip("/") != server.rstrip("/") or not info.real_nodes:
         return NoRealNodes()
-    host, _, port = server.split("://", 1)[-1].rstrip("/").rpartition(":")
-    return LocalRealNodes(tuple(str(n.containerd_socket) for n in info.real_nodes), (host, int(port)))
+    return LocalRealNodes.at([str(n.containerd_socket) for n in info.real_nodes], server)
 
 
 class InClusterDeployment:
@@ -185,13 +184,11 @@ class InClusterDeployment:
     def deploy(self, sleep: Callable[[float], None], report: Callable[[int, int], None] | None = None) -> None:
         """Images, namespace, target RBAC and tokens, the driver's objects; every pod Ready."""
         t0 = time.monotonic()
-        if self.network is None:
-            self.check()
         network = self.network
-        assert network is not None
+        assert network is not None, "check() chooses the network before deploy()"
         agent_image, prom_image = self.prepare_images()
         self.claim = claim_namespace(self.http, self.server, driver_namespace(self.sc), self.run_id, log=self.log)
-        pod_server = network.pod_server(self.server)
+        pod_server = network.pod_server
         self.settings = RunManifestSettings(
             namespace=self.claim.name, run_id=self.run_id, shards=self.sc.agents.shards,
             locust_workers=self.sc.agents.locust_workers, agent_image=agent_image, prometheus_image=prom_image,

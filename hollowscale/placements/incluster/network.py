@@ -53,8 +53,9 @@ class DriverNetwork(Protocol):
         """What the report says the driver was."""
         ...
 
-    def pod_server(self, harness_server: str) -> str:
-        """The target apiserver's URL as the pods reach it (the harness reaches it at ``harness_server``)."""
+    @property
+    def pod_server(self) -> str:
+        """The target apiserver's URL as the pods reach it."""
         ...
 
     def choose_ports(self, shards: int) -> Ports | None:
@@ -100,7 +101,8 @@ class HostNetwork:
     def description(self) -> str:
         return "local cluster real nodes (overlays/local-real-nodes)"
 
-    def pod_server(self, harness_server: str) -> str:
+    @property
+    def pod_server(self) -> str:
         host, port = self.apiserver
         return f"https://{host}:{port}"
 
@@ -180,7 +182,8 @@ class PodNetwork:
     def description(self) -> str:
         return "kind workers on the pod network (overlays/kind-workers)"
 
-    def pod_server(self, harness_server: str) -> str:
+    @property
+    def pod_server(self) -> str:
         return IN_CLUSTER_SERVER
 
     def choose_ports(self, shards: int) -> Ports | None:
